@@ -1,0 +1,152 @@
+"""The ``jufo`` command: small click commands over the forecast, lml and schema modules.
+
+Exit status: 0 done; 2 bad input or usage (one message naming object, key and value);
+1 internal error. No output file is written unless the whole run succeeds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from . import lml
+from .errors import InputError, Report
+from .forecast import predict as run_prediction, results
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 1
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"jufo: {message}", err=True)
+    sys.exit(code)
+
+
+def guarded(command):
+    """Map InputError to exit 2 and anything unexpected to exit 1, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except InputError as err:
+            _fail(f"error: {err}", EXIT_BAD_INPUT)
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as err:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("JUFO_DEBUG"):
+                raise
+            _fail(f"internal error: {type(err).__name__}: {err} (set JUFO_DEBUG=1 for a traceback)", EXIT_INTERNAL)
+
+    return wrapper
+
+
+def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--set")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="jufo")
+def main() -> None:
+    """jufo: forecast what the batch scheduler will do, from an LLview raw LML snapshot."""
+
+
+@main.command()
+@click.argument("input_path", metavar="INPUT")
+@click.option("-o", "--output", default="-", show_default=True, help="Output LML file ('-': standard output).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a scheduler key (repeatable), e.g. --set maxtopdogs=all.")
+@click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
+@guarded
+def predict(input_path: str, output: str, overrides: tuple[str, ...], verbose: bool, quiet: bool) -> None:
+    """Predict start and end times of the jobs in INPUT and write them into a copy of it."""
+    began = time.perf_counter()
+    if output != "-" and input_path != "-" and _same_file(input_path, output):
+        raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
+                                 param_hint="-o")
+    settings = parse_overrides(overrides)
+    report = Report(quiet=quiet)
+    doc = lml.read(input_path)
+    forecast = run_prediction(doc, report, settings)
+    assert forecast is not None  # predict mode raises instead of returning None
+    lml.add_results(doc, results(forecast))
+    lml.write_atomic(output, lml.serialize(doc))
+    if verbose:
+        jobs = forecast.jobs
+        started = sum(1 for j in jobs if j.start is not None)
+        blocked = sum(1 for j in jobs if not j.running and j.start is None)
+        cfg = forecast.config
+        click.echo(
+            f"jufo: {len(jobs)} jobs read ({sum(j.running for j in jobs)} running), {started} predicted, "
+            f"{blocked} not startable; {cfg.algorithm} with {cfg.state}, {forecast.simulation.events} event times; "
+            f"{time.perf_counter() - began:.3f} s",
+            err=True,
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def schema_path() -> Path:
+    """The raw-LML core schema: beside the package in a checkout, else installed with it."""
+    local = Path(__file__).resolve().parent.parent / "schemas" / "raw-lml.xsd"
+    if local.exists():
+        return local
+    return Path(str(resources.files("jufo.schemas") / "raw-lml.xsd"))
+
+
+@main.command()
+@click.argument("input_path", metavar="INPUT")
+@guarded
+def validate(input_path: str) -> None:
+    """Check INPUT against jufo's raw-LML schema and the scheduling rules; list every problem."""
+    import xmlschema
+    from lxml import etree
+
+    doc = lml.read(input_path)
+    problems: list[str] = []
+    schema = xmlschema.XMLSchema11(str(schema_path()))
+    tree = doc.tree
+    root = tree.getroot()
+    if etree.QName(root).namespace != lml.LML_NS:  # check no-namespace and LLview files as LML
+        root = etree.fromstring(etree.tostring(root))
+        root.tag = f"{{{lml.LML_NS}}}lgui"
+    for err in schema.iter_errors(root):
+        where = err.path or "/"
+        problems.append(f"schema: {where}: {err.reason}")
+    report = Report(collect=True)
+    forecast = run_prediction(doc, report)
+    problems.extend(f"error: {e}" for e in report.errors)
+    if forecast is not None:
+        problems.extend(f"job: {p}" for p in forecast.snapshot.job_problems)
+        problems.extend(f"job {j.id}: {j.reason}" for j in forecast.jobs
+                        if j.reason and j.reason.startswith("ExceedsSystem"))
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}")
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        click.echo(f"{input_path}: {len(problems)} problem(s)", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(f"{input_path}: valid ({len(doc.objects)} objects, {len(doc.of_type('job'))} jobs)")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

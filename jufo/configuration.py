@@ -1,0 +1,125 @@
+"""Configuration: reads the ``scheduler`` object's keys and assembles the simulation.
+
+The factory of the design: it picks the Simulation subclass (FCFS, List, Backfilling), the
+SystemState (NodeState, AttributeState) and builds the JobSorter from the priority formula.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import Report
+from .job import Job
+from .node import Machine
+from .queue import Queue
+from .simulation import ALGORITHMS, Policy, Simulation
+from .sorter import Formula, FormulaError, JobSorter, numeric_keys
+from .state import AttributeState, NodeState, SystemState
+
+DEFAULTS: dict[str, str] = {
+    "scheduling_algorithm": "Backfilling",
+    "system_state": "NodeState",
+    "system_sysprio": "-DATEqueuedate",
+    "maxtopdogs": "1",
+    "topdogs_per_queue": "no",
+    "maxnumjobs": "unlimited",
+    "node_sharing": "yes",
+    "horizon": "unlimited",
+}
+STATES = ("NodeState", "AttributeState")
+_YES = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
+_UNLIMITED = {"", "unlimited", "none", "inf", "-1"}
+
+
+def _choice(value: str, options: tuple[str, ...] | list[str]) -> str | None:
+    for option in options:
+        if value.strip().lower() == option.lower():
+            return option
+    return None
+
+
+@dataclass
+class Configuration:
+    """The scheduler settings of one run, checked."""
+
+    algorithm: str
+    state: str
+    formula: Formula
+    policy: Policy
+    sharing: bool
+    settings: dict[str, str]
+
+    @classmethod
+    def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
+        """Check ``settings`` (scheduler keys over the defaults); bad values are fatal, unknown
+        keys are warnings. Returns None only when collecting errors (``jufo validate``)."""
+        merged = dict(DEFAULTS)
+        for key, value in settings.items():
+            if key in DEFAULTS:
+                merged[key] = value
+            else:
+                report.warn(label, key, value, f"unknown scheduler key, ignored (known: {', '.join(DEFAULTS)})")
+        before = len(report.errors)
+
+        algorithm = _choice(merged["scheduling_algorithm"], list(ALGORITHMS))
+        if algorithm is None:
+            report.error(label, "scheduling_algorithm", merged["scheduling_algorithm"], "must be FCFS, List or Backfilling")
+        state = _choice(merged["system_state"], STATES)
+        if state is None:
+            report.error(label, "system_state", merged["system_state"], "must be NodeState or AttributeState")
+        formula = None
+        try:
+            formula = Formula(merged["system_sysprio"], *numeric_keys(jobs))
+        except FormulaError as err:
+            report.error(label, "system_sysprio", merged["system_sysprio"], f"priority formula refused: {err}")
+        maxtopdogs = _count(merged, "maxtopdogs", label, report, allow_all=True)
+        per_queue = _flag(merged, "topdogs_per_queue", label, report)
+        maxnumjobs = _count(merged, "maxnumjobs", label, report, unlimited_ok=True)
+        sharing = _flag(merged, "node_sharing", label, report)
+        horizon = _count(merged, "horizon", label, report, unlimited_ok=True)
+        if len(report.errors) > before or formula is None:
+            return None
+        policy = Policy(
+            maxtopdogs=math.inf if maxtopdogs is None else maxtopdogs,
+            topdogs_per_queue=bool(per_queue),
+            maxnumjobs=maxnumjobs,
+            horizon=horizon,
+        )
+        return cls(algorithm, state, formula, policy, bool(sharing), merged)  # type: ignore[arg-type]
+
+    def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
+        """The SystemState factory."""
+        if self.state == "AttributeState":
+            return AttributeState(machine, queues)
+        return NodeState(machine, queues, sharing=self.sharing)
+
+    def make_simulation(self, state: SystemState, epoch: int, report: Report) -> Simulation:
+        """The Simulation for the configured algorithm, with its JobSorter."""
+        sorter = JobSorter(self.formula, epoch, report)
+        return ALGORITHMS[self.algorithm](state, sorter, self.policy, report)
+
+
+def _count(merged: dict[str, str], key: str, label: str, report: Report,
+           allow_all: bool = False, unlimited_ok: bool = False) -> int | None:
+    raw = merged[key].strip()
+    if allow_all and raw.lower() == "all":
+        return None
+    if unlimited_ok and raw.lower() in _UNLIMITED:
+        return None
+    try:
+        value = int(raw)
+        if value < 0:
+            raise ValueError
+        return value
+    except ValueError:
+        extra = " or 'all'" if allow_all else " or 'unlimited'" if unlimited_ok else ""
+        report.error(label, key, merged[key], f"must be a whole number ≥ 0{extra}")
+        return None
+
+
+def _flag(merged: dict[str, str], key: str, label: str, report: Report) -> bool | None:
+    value = _YES.get(merged[key].strip().lower())
+    if value is None:
+        report.error(label, key, merged[key], "must be yes or no")
+    return value

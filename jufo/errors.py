@@ -1,0 +1,55 @@
+"""Problems found in the input: fatal ones stop with exit status 2, the rest are warnings."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+
+def describe(obj: str, key: str | None = None, value: str | None = None) -> str:
+    """The uniform 'object, key, value' prefix of every message.
+
+    >>> describe("job j1", "wall", "abc")
+    "job j1: wall='abc'"
+    """
+    text = obj
+    if key is not None:
+        text += f": {key}"
+        if value is not None:
+            text += f"={value!r}"
+    return text
+
+
+class InputError(Exception):
+    """Bad input that stops the run: one message naming the object, key and value (exit 2)."""
+
+    def __init__(self, obj: str, key: str | None, value: str | None, reason: str) -> None:
+        super().__init__(f"{describe(obj, key, value)}: {reason}")
+
+
+@dataclass
+class Report:
+    """Collects warnings (defaults applied, keys ignored) and, in validate mode, errors.
+
+    In predict mode (``collect=False``) the first error raises InputError at once, so
+    nothing is simulated on bad input; ``jufo validate`` collects them all instead.
+    """
+
+    collect: bool = False
+    quiet: bool = False
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def error(self, obj: str, key: str | None, value: str | None, reason: str) -> None:
+        """Record a fatal problem; raises unless collecting."""
+        err = InputError(obj, key, value, reason)
+        if not self.collect:
+            raise err
+        self.errors.append(str(err))
+
+    def warn(self, obj: str, key: str | None, value: str | None, reason: str) -> None:
+        """Record a warning and print it (one line, object first) unless quiet or collecting."""
+        text = f"{describe(obj, key, value)}: {reason}"
+        self.warnings.append(text)
+        if not self.quiet and not self.collect:
+            print(f"jufo: warning: {text}", file=sys.stderr)

@@ -1,0 +1,182 @@
+"""One prediction end to end: snapshot → scheduling objects → simulation → result data.
+
+This is the glue the commands call; each step lives in its own module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .configuration import Configuration
+from .dates import DEFAULT_FORMAT, format_date, parse_date
+from .errors import InputError, Report
+from .job import Job, JobReader
+from .lml import Document
+from .node import Machine, read_nodes, parse_nodelist
+from .queue import Queue, read_queues
+from .ranges import NodeCores, format_nested, lowest
+from .reservation import Reservation, cores_only, read_reservations
+from .simulation import Simulation
+from .state import NodeState, SystemState
+
+
+@dataclass
+class Snapshot:
+    """The scheduling objects read from one document."""
+
+    epoch: int  # system_time, epoch seconds
+    date_format: str
+    machine: Machine
+    queues: dict[str, Queue]
+    jobs: list[Job]
+    reservations: list[Reservation]
+    scheduler: dict[str, str]
+    scheduler_label: str
+    job_problems: list[str] = field(default_factory=list)
+
+
+def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
+    """Read system time, nodes, queues, jobs, reservations and scheduler keys.
+
+    Fatal problems raise InputError (or are collected; then None is returned).
+    """
+    for oid in doc.unknown_info_ids:
+        report.warn(f"info {oid}", "oid", oid, "names no object; ignored")
+    epoch, fmt = None, DEFAULT_FORMAT
+    systems = doc.of_type("system")
+    raw = next((o.data["system_time"] for o in systems if "system_time" in o.data), None)
+    label = systems[0].label if systems else "system"
+    if raw is None:
+        report.error(label, "system_time", None, "missing; it is the time the prediction starts from")
+    else:
+        try:
+            epoch, fmt = parse_date(raw)
+        except ValueError as err:
+            report.error(label, "system_time", raw, str(err))
+    machine = read_nodes(doc.of_type("node"), report)
+    if not machine.nodes and not report.errors:
+        report.error("snapshot", "node", None, "no node objects: jufo needs the system's nodes")
+    queues = read_queues(doc.of_type("queue"), report)
+    scheduler: dict[str, str] = {}
+    schedulers = doc.of_type("scheduler")
+    for obj in schedulers:
+        scheduler.update(obj.data)
+    scheduler_label = schedulers[0].label if schedulers else "scheduler"
+    if epoch is None:
+        return None
+    reservations = read_reservations(doc.of_type("reservation"), machine, epoch, report)
+    reader = JobReader(epoch, machine.max_cores, report)
+    jobs = [reader.read(obj) for obj in doc.of_type("job")]
+    if report.errors:
+        return None
+    return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems)
+
+
+@dataclass
+class Forecast:
+    """A finished prediction."""
+
+    snapshot: Snapshot
+    config: Configuration
+    simulation: Simulation
+
+    @property
+    def jobs(self) -> list[Job]:
+        return self.snapshot.jobs
+
+
+def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None) -> Forecast | None:
+    """Simulate the document's scheduler. None only when collecting errors (validate)."""
+    snap = read_snapshot(doc, report)
+    if snap is None:
+        return None
+    settings = {**snap.scheduler, **(overrides or {})}
+    config = Configuration.read(settings, snap.scheduler_label, snap.jobs, report)
+    if config is None:
+        return None
+    state = config.make_state(snap.machine, snap.queues)
+    running = [job for job in snap.jobs if job.running]
+    reservations: list[Any] = snap.reservations
+    if not isinstance(state, NodeState):
+        reservations = cores_only(snap.reservations, snap.machine)
+    sim = config.make_simulation(state, snap.epoch, report)
+    waiting = [job for job in snap.jobs if not job.running and job.reason is None]
+    sim.run(running, lambda job: place_running(job, state, report), reservations, waiting)
+    return Forecast(snap, config, sim)
+
+
+def place_running(job: Job, state: SystemState, report: Report) -> Any:
+    """Resources a running job holds: its node list, else the lowest free cores.
+
+    Cores a node list claims that another running job already holds are counted once, with
+    a warning. Without node sharing a running job holds its nodes whole.
+    """
+    if not isinstance(state, NodeState):
+        return job.total_cores
+    machine = state.machine
+    shape = machine.shape
+    if job.nodelist:
+        try:
+            entries = parse_nodelist(job.nodelist, machine)
+        except ValueError as err:
+            report.warn(job.label, "nodelist", job.nodelist, f"{err}; placing the job on the lowest free cores")
+        else:
+            wanted = NodeCores()
+            for node, mask, count in entries:
+                if not state.sharing:
+                    mask = shape[node]
+                elif mask is None:
+                    count = count if count is not None else job.cores_per_node
+                    free = state.free.mask(node, shape)
+                    mask = lowest(free, count) or lowest(shape[node], count) or shape[node]
+                wanted.add_node(node, mask, shape)
+            taken = state.used_now(wanted)
+            if taken:
+                report.warn(job.label, "nodelist", job.nodelist,
+                            "claims cores another running job holds; they are counted once")
+                wanted.subtract(taken, shape)
+            return wanted
+    found = state._fit(job, 0, 0, state._base())
+    if found is None:
+        report.warn(job.label, "nodelist", job.nodelist, "no free cores left for this running job; it holds none")
+        return NodeCores()
+    return found
+
+
+def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
+    """The data each job object gets: dates, resources, flags, or the reason for no start."""
+    snap = forecast.snapshot
+    machine = snap.machine
+
+    def when(seconds: int) -> str:
+        return format_date(snap.epoch + seconds, snap.date_format)
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    for job in snap.jobs:
+        pairs: list[tuple[str, str]] = []
+        if job.start is not None or job.running:
+            if not job.running:
+                pairs.append(("jufo_starttime", when(job.start)))
+            pairs.append(("jufo_endtime", when(job.end)))
+            pairs.extend(resource_pairs(job.resources, machine))
+            if job.topdog:
+                pairs.append(("jufo_topdog", "1"))
+            if job.backfilled:
+                pairs.append(("jufo_backfilled", "1"))
+        elif job.reason:
+            pairs.append(("jufo_reason", job.reason))
+        out[job.id] = pairs
+    return out
+
+
+def resource_pairs(resources: Any, machine: Machine) -> list[tuple[str, str]]:
+    """``jufo_nodelist`` and ``jufo_ranges`` for node sets, ``jufo_resources`` for counts."""
+    if isinstance(resources, NodeCores):
+        pairs = resources.pairs(machine.shape)
+        names = "".join(f"({machine.nodes[n].name},{mask.bit_count()})" for n, mask in pairs)
+        return [("jufo_nodelist", names), ("jufo_ranges", format_nested(pairs))]
+    return [("jufo_resources", f"cores={resources}")]
+
+
+__all__ = ["InputError", "Forecast", "Snapshot", "predict", "read_snapshot", "results"]

@@ -1,0 +1,164 @@
+"""Jobs: the request read from a job object's keys, and the prediction made for it.
+
+Times are whole seconds relative to the snapshot's ``system_time`` (time zero).
+Documented defaults (each with a warning): missing ``queuedate`` → time zero; missing
+``dispatchdate`` of a running job → time zero; no usable size → 1 node × 1 core; nodes
+without cores per node → 1 core per node; ``totalcores`` without nodes → as few nodes as hold
+it (the largest node's core count each). A waiting job without a usable ``wall`` gets no
+prediction (``BadInput: wall``): there is no sane default for how long it runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Any
+
+from .dates import parse_date, parse_seconds
+from .errors import Report
+from .lml import LmlObject
+
+RUNNING, WAITING = "Running", "Idle"
+
+
+@dataclass(eq=False)
+class Job:
+    """A job with its request and, after simulation, its prediction."""
+
+    id: str
+    index: int  # document order among all objects: the last tie-breaker of priority
+    data: dict[str, str]
+    state: str
+    owner: str = ""
+    group: str = ""
+    queue: str = ""
+    queued: int = 0  # queue date, seconds from time zero
+    wall: int = 0
+    nodes: int = 1
+    cores_per_node: int = 1
+    total_cores: int = 1
+    started: int | None = None  # running jobs: dispatch date
+    nodelist: str | None = None  # running jobs: where they run
+    reason: str | None = None  # why the job gets no start
+    # prediction
+    start: int | None = None
+    end: int | None = None
+    resources: Any = None  # NodeCores (NodeState) or core count (AttributeState)
+    topdog: bool = False
+    backfilled: bool = False
+
+    def __repr__(self) -> str:
+        return f"Job({self.id})"
+
+    @property
+    def label(self) -> str:
+        return f"job {self.id}"
+
+    @property
+    def running(self) -> bool:
+        return self.state == RUNNING
+
+    @property
+    def waiting(self) -> bool:
+        return self.state == WAITING and self.reason is None
+
+    @property
+    def request_key(self) -> tuple:
+        """Jobs with equal keys fit in exactly the same places and times."""
+        return (self.queue, self.owner, self.nodes, self.cores_per_node, self.total_cores, self.wall)
+
+
+@dataclass
+class JobReader:
+    """Turns job objects into Jobs, relative to time zero, reporting defaults and bad values."""
+
+    epoch: int  # system_time in epoch seconds
+    max_cores: int  # cores of the largest node, to spread a bare ``totalcores``
+    report: Report
+    problems: list[str] = field(default_factory=list)
+
+    def read(self, obj: LmlObject) -> Job:
+        d = obj.data
+        job = Job(obj.id, obj.index, d, d.get("state", "").strip())
+        job.owner, job.group, job.queue = d.get("owner", ""), d.get("group", ""), d.get("queue", "")
+        if job.state not in (RUNNING, WAITING):
+            job.reason = f"NotQueued: state {job.state!r} is neither Running nor Idle"
+            return job
+        self._size(job, obj)
+        job.queued = self._date(job, obj, "queuedate", default=0)
+        if job.running:
+            job.started = self._date(job, obj, "dispatchdate", default=0)
+            job.nodelist = d.get("nodelist") or None
+            if job.nodelist in ("-", ""):
+                job.nodelist = None
+        wall = self._whole(job, obj, "wall", positive=False, seconds=True)
+        if wall is None:
+            if job.running:
+                self.report.warn(obj.label, "wall", d.get("wall"), "unusable; assuming the job ends at system_time")
+                job.wall = max(0, -(job.started or 0))
+            else:
+                self._bad(job, obj, "wall", "needs the requested run time in seconds")
+        else:
+            job.wall = wall
+        return job
+
+    def _bad(self, job: Job, obj: LmlObject, key: str, why: str) -> None:
+        value = obj.data.get(key)
+        text = f"{key}={value!r} {why}" if value is not None else f"{key} is missing; {why}"
+        job.reason = job.reason or f"BadInput: {key}: {text}"
+        self.problems.append(f"{obj.label}: {text}")
+
+    def _whole(self, job: Job, obj: LmlObject, key: str, positive: bool = True, seconds: bool = False) -> int | None:
+        raw = obj.data.get(key)
+        if raw is None or raw.strip() == "":
+            return None
+        try:
+            value = parse_seconds(raw) if seconds else _int(raw)
+            if positive and value < 1:
+                raise ValueError
+        except ValueError:
+            if not seconds:
+                self._bad(job, obj, key, "is not a positive whole number")
+            return None
+        return value
+
+    def _date(self, job: Job, obj: LmlObject, key: str, default: int) -> int:
+        raw = obj.data.get(key)
+        if raw is None or raw.strip() == "":
+            self.report.warn(obj.label, key, None, "missing; assuming system_time")
+            return default
+        try:
+            return parse_date(raw)[0] - self.epoch
+        except ValueError as err:
+            self.report.warn(obj.label, key, raw, f"{err}; assuming system_time")
+            return default
+
+    def _size(self, job: Job, obj: LmlObject) -> None:
+        nodes = self._whole(job, obj, "nummachines")
+        per_node = self._whole(job, obj, "taskspernode")
+        total = self._whole(job, obj, "totalcores")
+        if job.reason:
+            return
+        if nodes and per_node:
+            pass
+        elif nodes and total:
+            per_node = ceil(total / nodes)
+        elif total:
+            nodes = max(1, ceil(total / max(self.max_cores, 1)))
+            per_node = ceil(total / nodes)
+        elif nodes:
+            self.report.warn(obj.label, "taskspernode", None, "missing and no totalcores; assuming 1 core per node")
+            per_node = 1
+        else:
+            self.report.warn(obj.label, "nummachines", None, "no nummachines, taskspernode or totalcores; assuming 1 core")
+            nodes, per_node = 1, 1
+        job.nodes, job.cores_per_node = nodes, per_node
+        job.total_cores = total if total else nodes * per_node
+
+
+def _int(raw: str) -> int:
+    """A whole number, also written as ``16.000``."""
+    value = float(raw)
+    if value != value or value != int(value):
+        raise ValueError(raw)
+    return int(value)

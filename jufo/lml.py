@@ -1,0 +1,286 @@
+"""Read a raw LML document into objects with key/value data, and write results back into it.
+
+The document is kept as parsed (lxml tree): writing only adds ``data`` elements to job infos,
+so unknown object types, tables, comments, order and namespaces survive unchanged. Element
+names are matched by local name, which accepts the LML namespace, the old LLview one and none.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lxml import etree
+
+from .errors import InputError
+
+LML_NS = "http://eclipse.org/ptp/lml"
+ACCEPTED_NAMESPACES = (LML_NS, "http://www.llview.de", None)
+RESULT_PREFIX = "jufo_"
+
+
+@dataclass
+class LmlObject:
+    """One ``objects/object`` element with its merged ``info/data`` key/value pairs."""
+
+    id: str
+    type: str
+    name: str | None
+    index: int  # position among all objects, document order
+    data: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """How messages name this object, e.g. ``job j42``."""
+        return f"{self.type} {self.id}"
+
+
+@dataclass
+class Document:
+    """A parsed LML file: the lxml tree plus its objects in document order."""
+
+    tree: etree._ElementTree
+    objects: list[LmlObject]
+    infos: dict[str, list[etree._Element]]  # info elements per object id, document order
+    prolog: bytes  # the original bytes before the root element, kept verbatim
+    epilog: bytes  # the original bytes after it
+    unknown_info_ids: list[str] = field(default_factory=list)
+
+    def of_type(self, kind: str) -> list[LmlObject]:
+        """Objects of one type, document order."""
+        return [o for o in self.objects if o.type == kind]
+
+
+def _local(el: etree._Element) -> str | None:
+    tag = el.tag
+    if not isinstance(tag, str):
+        return None  # comment or processing instruction
+    return etree.QName(tag).localname
+
+
+def _parser() -> etree.XMLParser:
+    # No DTD loading, no network, no entity expansion; huge_tree off keeps libxml2's limits.
+    return etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False, huge_tree=False
+    )
+
+
+def parse(raw: bytes, source: str = "input") -> Document:
+    """Parse LML bytes; InputError (exit 2) for anything that is not a raw LML document."""
+    try:
+        tree = etree.ElementTree(etree.fromstring(raw, _parser()))
+    except etree.XMLSyntaxError as err:
+        raise InputError(source, None, None, f"not well-formed XML: {err}") from None
+    dtd = tree.docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):
+        raise InputError(source, "DOCTYPE", None, "declares XML entities; jufo does not expand entities")
+    root = tree.getroot()
+    if _local(root) != "lgui":
+        raise InputError(source, "root element", _local(root), "expected 'lgui' (an LML file)")
+    namespace = etree.QName(root).namespace
+    if namespace not in ACCEPTED_NAMESPACES:
+        raise InputError(source, "namespace", namespace, f"expected {LML_NS!r}, 'http://www.llview.de' or none")
+
+    objects: list[LmlObject] = []
+    by_id: dict[str, LmlObject] = {}
+    for container in root:
+        if _local(container) != "objects":
+            continue
+        for el in container:
+            if _local(el) != "object":
+                continue
+            oid, kind = el.get("id"), el.get("type")
+            if not oid:
+                raise InputError(f"object #{len(objects) + 1}", "id", oid, "every object needs an id")
+            if not kind:
+                raise InputError(f"object {oid}", "type", kind, "every object needs a type")
+            if oid in by_id:
+                raise InputError(f"{kind} {oid}", "id", oid, "the same id is used by two objects")
+            obj = LmlObject(oid, kind, el.get("name"), len(objects))
+            objects.append(obj)
+            by_id[oid] = obj
+
+    infos: dict[str, list[etree._Element]] = {}
+    unknown: list[str] = []
+    for container in root:
+        if _local(container) != "information":
+            continue
+        for info in container:
+            if _local(info) != "info":
+                continue
+            oid = info.get("oid", "")
+            obj = by_id.get(oid)
+            if obj is None:
+                unknown.append(oid)
+                continue
+            infos.setdefault(oid, []).append(info)
+            for data in info:
+                if _local(data) != "data":
+                    continue
+                key = data.get("key")
+                if key:
+                    obj.data[key] = data.get("value", "")  # later info wins for a repeated key
+    start, end = _root_span(raw)
+    return Document(tree, objects, infos, raw[:start], raw[end:], unknown)
+
+
+def _root_span(raw: bytes) -> tuple[int, int]:
+    """Byte offsets where the root element starts and ends: what lies outside is only the
+    XML declaration, DOCTYPE, comments, processing instructions and white space."""
+    pos, n = 0, len(raw)
+    while pos < n:
+        if raw[pos:pos + 1].isspace() or raw.startswith(b"\xef\xbb\xbf", pos):
+            pos += 1 if raw[pos:pos + 1].isspace() else 3
+        elif raw.startswith(b"<?", pos):
+            pos = raw.index(b"?>", pos) + 2
+        elif raw.startswith(b"<!--", pos):
+            pos = raw.index(b"-->", pos) + 3
+        elif raw.startswith(b"<!DOCTYPE", pos):
+            bracket, close = raw.find(b"[", pos), raw.index(b">", pos)
+            if 0 <= bracket < close:
+                close = raw.index(b">", raw.index(b"]", bracket))
+            pos = close + 1
+        else:
+            break
+    end = n
+    while end > pos:
+        if raw[end - 1:end].isspace():
+            end -= 1
+        elif raw.endswith(b"-->", 0, end):
+            end = raw.rindex(b"<!--", 0, end)
+        elif raw.endswith(b"?>", 0, end):
+            end = raw.rindex(b"<?", 0, end)
+        else:
+            break
+    return pos, end
+
+
+def read(path: str) -> Document:
+    """Read and parse ``path`` (``-`` is standard input); the file itself is never modified."""
+    if path == "-":
+        import sys
+
+        raw = sys.stdin.buffer.read()
+    else:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as err:
+            raise InputError(path, None, None, f"cannot read: {err.strerror}") from None
+    return parse(raw, "stdin" if path == "-" else path)
+
+
+def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> None:
+    """Replace every object's earlier ``jufo_*`` data with ``results[oid]`` (keys in given order).
+
+    Earlier results are dropped for every job, so predicting an output file again gives the
+    same file. New data elements copy the tag and indentation of their siblings.
+    """
+    root = doc.tree.getroot()
+    for info_list in doc.infos.values():
+        for info in info_list:
+            for data in list(info):
+                if _local(data) == "data" and (data.get("key") or "").startswith(RESULT_PREFIX):
+                    _remove_keeping_layout(info, data)
+    information = None
+    for oid, pairs in results.items():
+        if not pairs:
+            continue
+        info_list = doc.infos.get(oid)
+        if not info_list:
+            if information is None:
+                information = _information_element(root)
+            info = etree.SubElement(information, _sibling_tag(information, "info"), oid=oid)
+            doc.infos[oid] = [info]
+        else:
+            info = info_list[-1]
+        for key, value in pairs:
+            _append_data(info, key, value)
+
+
+def _sibling_tag(parent: etree._Element, local: str) -> str:
+    """The tag for a new ``local`` child: like an existing one, else in the parent's namespace
+    only when the parent's children are qualified (LML's own schema leaves them unqualified)."""
+    for child in parent:
+        if _local(child) == local:
+            return child.tag
+    for child in parent:
+        if isinstance(child.tag, str):
+            ns = etree.QName(child).namespace
+            return f"{{{ns}}}{local}" if ns else local
+    return local
+
+
+def _information_element(root: etree._Element) -> etree._Element:
+    for child in root:
+        if _local(child) == "information":
+            return child
+    tag = _sibling_tag(root, "information")
+    information = etree.Element(tag)
+    # the schema wants information right after objects (and relations)
+    position = 0
+    for i, child in enumerate(root):
+        if _local(child) in ("request", "objects", "relations"):
+            position = i + 1
+    root.insert(position, information)
+    return information
+
+
+def _append_data(info: etree._Element, key: str, value: str) -> None:
+    datas = [d for d in info if _local(d) == "data"]
+    el = etree.Element(_sibling_tag(info, "data"), key=key, value=value)
+    if datas:
+        last = datas[-1]
+        el.tail = last.tail
+        last.tail = datas[-2].tail if len(datas) > 1 else info.text
+        last.addnext(el)
+    else:
+        info.append(el)
+
+
+def _remove_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
+    previous = el.getprevious()
+    if previous is not None:
+        previous.tail = el.tail
+    else:
+        parent.text = el.tail
+    parent.remove(el)
+
+
+def serialize(doc: Document) -> bytes:
+    """The document as bytes: the original prolog and epilog verbatim around the root element,
+    serialized in the document's own encoding."""
+    encoding = doc.tree.docinfo.encoding or "UTF-8"
+    root = etree.tostring(doc.tree.getroot(), encoding=encoding, xml_declaration=False, with_tail=False)
+    return doc.prolog + root + doc.epilog
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` (``-``: standard output) via a temporary file and a rename,
+    so readers never see half a file and a failure leaves no file behind."""
+    if path == "-":
+        import sys
+
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            mode = target.stat().st_mode & 0o777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,122 @@
+"""Queue limits (``maxjobs``, ``maxjobsperuser``, ``starters``) and their check over a time window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from .errors import Report
+from .lml import LmlObject
+
+LIMIT_KEYS = ("maxjobs", "maxjobsperuser", "starters")
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Limits of one queue; None means unlimited."""
+
+    name: str
+    maxjobs: int | None = None
+    maxjobsperuser: int | None = None
+    starters: int | None = None  # cores the queue may use at once
+
+    @property
+    def limited(self) -> bool:
+        return any(v is not None for v in (self.maxjobs, self.maxjobsperuser, self.starters))
+
+
+class Span(Protocol):
+    """What a limit check needs of an allocation."""
+
+    start: int
+    end: int
+    cores: int
+    queue: str
+    user: str
+
+
+def read_queues(objects: list[LmlObject], report: Report) -> dict[str, Queue]:
+    """Queues by name (the object's ``name``, else its id); bad limits are fatal."""
+    queues: dict[str, Queue] = {}
+    for obj in objects:
+        values: dict[str, int | None] = {}
+        for key in LIMIT_KEYS:
+            raw = obj.data.get(key)
+            if raw is None or raw.strip() == "":
+                values[key] = None
+                continue
+            try:
+                value = int(raw)
+                if value < 0:
+                    raise ValueError
+            except ValueError:
+                report.error(obj.label, key, raw, "must be a whole number ≥ 0")
+                continue
+            values[key] = value
+        name = obj.name or obj.id
+        queues[name] = Queue(name, **values)
+    return queues
+
+
+def peak(spans: Iterable[Span], start: int, end: int, weight) -> int:
+    """Largest sum of ``weight(span)`` over spans active at one instant of ``[start, end)``.
+
+    A span is active on ``[span.start, span.end)``.  O(m log m) for m spans.
+
+    >>> from types import SimpleNamespace as S
+    >>> spans = [S(start=0, end=5), S(start=5, end=9), S(start=3, end=7)]
+    >>> peak(spans, 0, 10, lambda s: 1), peak(spans, 0, 3, lambda s: 1)
+    (2, 1)
+    """
+    events: list[tuple[int, int]] = []
+    for s in spans:
+        lo, hi = max(s.start, start), min(s.end, end)
+        if lo < hi:
+            w = weight(s)
+            events.append((lo, w))
+            events.append((hi, -w))
+    events.sort()  # at equal times the negative (ending) deltas come first
+    best = level = 0
+    for _, delta in events:
+        level += delta
+        best = max(best, level)
+    return best
+
+
+class QueueLimits:
+    """Tracks the allocations of limited queues and checks a new one against the limits.
+
+    Both running jobs and planned reservations count, each over its own time span, so a
+    limit holds at every instant of the simulated future, not only now.
+    """
+
+    def __init__(self, queues: dict[str, Queue]) -> None:
+        self.queues = {name: q for name, q in queues.items() if q.limited}
+        self.spans: dict[str, set] = {name: set() for name in self.queues}
+
+    def add(self, span: Span) -> None:
+        if span.queue in self.spans:
+            self.spans[span.queue].add(span)
+
+    def discard(self, span: Span) -> None:
+        if span.queue in self.spans:
+            self.spans[span.queue].discard(span)
+
+    def exceeded(self, queue: str, user: str, cores: int, start: int, end: int) -> str | None:
+        """Which limit a job of ``cores`` in ``[start, end)`` would break, or None."""
+        q = self.queues.get(queue)
+        if q is None:
+            return None
+        spans = self.spans[queue]
+        if end == start:
+            end = start + 1  # a zero-length job still counts at its start instant
+        if q.maxjobs is not None and peak(spans, start, end, lambda s: 1) + 1 > q.maxjobs:
+            return f"QueueLimit: queue {queue} runs at most {q.maxjobs} jobs"
+        if q.maxjobsperuser is not None:
+            mine = [s for s in spans if s.user == user]
+            if peak(mine, start, end, lambda s: 1) + 1 > q.maxjobsperuser:
+                return f"QueueLimit: queue {queue} runs at most {q.maxjobsperuser} jobs per user"
+        if q.starters is not None and peak(spans, start, end, lambda s: s.cores) + cores > q.starters:
+            return f"QueueLimit: queue {queue} uses at most {q.starters} cores"
+        return None

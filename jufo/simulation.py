@@ -1,0 +1,249 @@
+"""The simulation: a template method that FCFS, List scheduling and Backfilling fill in.
+
+``run`` inserts running jobs and reservations, queues the waiting jobs, then walks the
+timeline one second at a time: completions first, then expiring reservations, arrivals and
+planned starts, then one call of ``insert_waiting_jobs`` with the queue in priority order.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from sortedcontainers import SortedKeyList
+
+from .errors import Report
+from .job import Job
+from .reservation import Reservation
+from .sorter import JobSorter
+from .state import Allocation, SystemState
+from .timeline import Kind, Timeline
+
+
+@dataclass
+class Policy:
+    """Scheduler settings the simulation itself needs (the rest shape the state and sorter)."""
+
+    maxtopdogs: float = 1  # math.inf for "all"
+    topdogs_per_queue: bool = False
+    maxnumjobs: int | None = None
+    horizon: int | None = None
+
+
+class Simulation(ABC):
+    """Predicts start times; subclasses decide which waiting jobs start at an event."""
+
+    name = "?"
+
+    def __init__(self, state: SystemState, sorter: JobSorter, policy: Policy, report: Report) -> None:
+        self.state = state
+        self.sorter = sorter
+        self.policy = policy
+        self.report = report
+        self.timeline = Timeline()
+        if sorter.static:
+            self.waiting: Any = SortedKeyList(key=lambda j: sorter.key(j, 0))
+        else:
+            self.waiting = []
+        self.events = 0
+
+    # -- template ----------------------------------------------------------------------------
+    def run(self, running: list[Job], place: Callable[[Job], Any], reservations: list[Reservation],
+            waiting: list[Job]) -> None:
+        """Simulate until every queued job has a start, or the horizon or the events run out.
+
+        ``place(job)`` gives the resources a running job holds, given what is in use so far.
+        """
+        self.insert_running_jobs(running, place)
+        self.insert_reservations(reservations)
+        self.queue_jobs(waiting)
+        horizon = self.policy.horizon
+        while self.timeline:
+            now = self.timeline.peek_time()
+            if horizon is not None and now > horizon:
+                break
+            _, batch = self.timeline.pop_second()
+            self.state.now = now
+            self.events += 1
+            for kind, payload in batch:
+                if kind is Kind.END:
+                    self.state.finish(payload)
+                elif kind is Kind.RESERVATION_END:
+                    self.state.unplan(payload)
+                elif kind is Kind.ARRIVAL:
+                    self.add_waiting(payload)
+            if self.waiting:
+                self.insert_waiting_jobs(now, self.ordered(now))
+        self.explain_unstarted()
+
+    def insert_running_jobs(self, running: list[Job], place: Callable[[Job], Any]) -> None:
+        """Place running jobs, one after the other, on their resources until their predicted end."""
+        for job in running:
+            resources = place(job)
+            end = max(0, (job.started or 0) + job.wall)
+            alloc = Allocation(min(job.started or 0, 0), end, resources, self.state.cores_of(resources),
+                               job.queue, job.owner, job)
+            job.end, job.resources = end, resources
+            self.state.start(alloc)
+            self.timeline.push(end, Kind.END, alloc)
+
+    def insert_reservations(self, reservations: list[Reservation]) -> None:
+        """Advance reservations block their resources for every job."""
+        for res in reservations:
+            alloc = Allocation(res.start, res.end, res.resources, self.state.cores_of(res.resources),
+                               "", "", None, f"reservation {res.id}")
+            self.state.plan(alloc)
+            self.timeline.push(res.end, Kind.RESERVATION_END, alloc)
+
+    def queue_jobs(self, waiting: list[Job]) -> None:
+        """Check requests, apply ``maxnumjobs``, and queue jobs now or at their queue date."""
+        eligible = []
+        for job in waiting:
+            job.reason = self.state.exceeds(job)
+            if job.reason is None:
+                eligible.append(job)
+        eligible.sort(key=lambda j: (j.queued > 0, self.sorter.key(j, 0) if j.queued <= 0 else (j.queued, j.index)))
+        limit = self.policy.maxnumjobs
+        if limit is not None:
+            for job in eligible[limit:]:
+                job.reason = f"MaxNumJobs: only the first {limit} waiting jobs are simulated (maxnumjobs)"
+            eligible = eligible[:limit]
+        for job in eligible:
+            if job.queued > 0:
+                self.timeline.push(job.queued, Kind.ARRIVAL, job)
+            else:
+                self.add_waiting(job)
+        self.timeline.push(0, Kind.WAKE, None)
+
+    def add_waiting(self, job: Job) -> None:
+        if isinstance(self.waiting, list):
+            self.waiting.append(job)
+        else:
+            self.waiting.add(job)
+
+    def ordered(self, now: int) -> list[Job]:
+        """Waiting jobs in priority order at ``now`` (a copy: starting a job changes the queue)."""
+        if isinstance(self.waiting, list):
+            self.waiting.sort(key=lambda j: self.sorter.key(j, now))
+        return list(self.waiting)
+
+    @abstractmethod
+    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+        """Start (or reserve for) waiting jobs at ``now``; ``ordered`` is the queue by priority."""
+
+    # -- helpers for the policies --------------------------------------------------------------
+    def start_job(self, job: Job, now: int, resources: Any, backfilled: bool) -> None:
+        alloc = Allocation(now, now + job.wall, resources, self.state.cores_of(resources), job.queue, job.owner, job)
+        self.state.start(alloc)
+        self.waiting.remove(job)
+        job.start, job.end, job.resources = now, alloc.end, resources
+        job.backfilled = backfilled
+        self.timeline.push(alloc.end, Kind.END, alloc)
+
+    def explain_unstarted(self) -> None:
+        horizon = self.policy.horizon
+        for job in list(self.waiting) + self.not_arrived():
+            if horizon is not None:
+                job.reason = f"BeyondHorizon: no start within the horizon of {horizon} s"
+            else:
+                limit = self.state.queue_limit(job, self.state.now)
+                job.reason = limit or "NoStart: no time found where the job fits"
+
+    def not_arrived(self) -> list[Job]:
+        return [p for _, _, _, p in self.timeline._heap if isinstance(p, Job)]
+
+
+class FCFS(Simulation):
+    """First come, first served: start from the head of the queue, stop at the first misfit."""
+
+    name = "FCFS"
+
+    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+        for job in ordered:
+            resources = self.state.find(job)
+            if resources is None:
+                return
+            self.start_job(job, now, resources, backfilled=False)
+
+
+class ListScheduling(Simulation):
+    """List scheduling: start every job that fits now, in priority order."""
+
+    name = "List"
+
+    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+        passed_over = False
+        failed: set[tuple] = set()
+        for job in ordered:
+            if job.request_key in failed:
+                continue
+            resources = self.state.find(job)
+            if resources is None:
+                failed.add(job.request_key)
+                passed_over = True
+                continue
+            self.start_job(job, now, resources, backfilled=passed_over)
+
+
+class Backfilling(Simulation):
+    """Backfilling with up to ``maxtopdogs`` reservations (1: EASY; all: conservative).
+
+    A job starts now if it fits for its whole wall without touching a reservation. If not,
+    and fewer than ``maxtopdogs`` reservations are held (per queue with
+    ``topdogs_per_queue``), it becomes a top dog: it reserves the earliest slot where it fits
+    on one fixed resource set and starts there. A reservation counts until its job starts.
+    """
+
+    name = "Backfilling"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reserved: dict[Job, Allocation] = {}
+        self.held: Counter = Counter()
+
+    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+        passed_over = False
+        failed: set[tuple] = set()
+        for job in ordered:
+            alloc = self.reserved.get(job)
+            if alloc is not None:
+                if alloc.start <= now:
+                    self.state.unplan(alloc)
+                    del self.reserved[job]
+                    self.held[self._group(job)] -= 1
+                    self.start_job(job, now, alloc.resources, backfilled=passed_over)
+                else:
+                    passed_over = True
+                continue
+            if job.request_key not in failed:
+                resources = self.state.find(job)
+                if resources is not None:
+                    self.start_job(job, now, resources, backfilled=passed_over)
+                    continue
+                failed.add(job.request_key)
+            passed_over = True
+            if self.held[self._group(job)] < self.policy.maxtopdogs:
+                self._reserve(job, now)
+
+    def _group(self, job: Job) -> str | None:
+        return job.queue if self.policy.topdogs_per_queue else None
+
+    def _reserve(self, job: Job, now: int) -> None:
+        found = self.state.earliest(job, self.policy.horizon)
+        if found is None:
+            return
+        t, resources = found
+        alloc = Allocation(t, t + job.wall, resources, self.state.cores_of(resources), job.queue, job.owner, job)
+        self.state.plan(alloc)
+        self.reserved[job] = alloc
+        self.held[self._group(job)] += 1
+        job.topdog = True
+        self.timeline.push(t, Kind.WAKE, alloc)
+
+
+ALGORITHMS: dict[str, type[Simulation]] = {"FCFS": FCFS, "List": ListScheduling, "Backfilling": Backfilling}
+ALL = math.inf

@@ -1,0 +1,190 @@
+"""Job priority: a restricted arithmetic formula over job keys, and the queue order it gives.
+
+Names in a formula: numeric job keys (``totalcores``, ``wall``, ``userprio``, ... — any key
+of any job, and the documented ones even when no job has them), ``DATEkey`` (that date key
+in seconds since the Unix epoch, e.g. ``DATEqueuedate``), ``AGE`` (seconds since the job's
+queue date at the simulated time) and ``NOW`` (the simulated time, epoch seconds). Only
+numbers, + - * / // % **, parentheses and the calls min, max, abs, log, sqrt are allowed.
+The formula is checked with Python's ``ast`` before anything runs, then evaluated by asteval.
+A job lacking a key gets 0 for it. Higher value = higher priority; ties go to the earlier
+queue date, then to document order.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import math
+from collections.abc import Iterable
+
+from asteval import Interpreter
+
+from .dates import parse_date
+from .errors import Report
+from .job import Job
+
+CALLS = {"min": min, "max": max, "abs": abs, "log": math.log, "sqrt": math.sqrt}
+TIME_NAMES = {"AGE", "NOW"}
+# Keys a formula may use even when no job in the snapshot carries them ("absent means 0").
+DOCUMENTED_KEYS = {
+    "wall", "nummachines", "numnodes", "taskspernode", "totalcores", "totaltasks", "tpt", "ppn",
+    "totalgpus", "userprio", "classprio", "groupprio", "sysprio", "favored", "restart", "runtime",
+    "wallsoft", "actualruntime", "qos_priority",
+}
+DATE_KEYS = {"queuedate", "dispatchdate", "starttime", "endtime", "submittime"}
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd)
+
+
+class FormulaError(ValueError):
+    """The formula is not allowed; the message says which part."""
+
+
+class Formula:
+    """A checked priority formula.
+
+    >>> f = Formula("totalcores * 1000 - DATEqueuedate", {"totalcores"}, {"queuedate"})
+    >>> sorted(f.names), f.time_dependent
+    (['DATEqueuedate', 'totalcores'], False)
+    >>> Formula("__import__('os')", set(), set())
+    Traceback (most recent call last):
+    ...
+    jufo.sorter.FormulaError: calls other than min, max, abs, log, sqrt are not allowed
+    """
+
+    def __init__(self, text: str, numeric_keys: set[str], date_keys: set[str]) -> None:
+        self.text = text
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as err:
+            raise FormulaError(f"does not parse: {err.msg}") from None
+        known = numeric_keys | DOCUMENTED_KEYS | {f"DATE{k}" for k in date_keys | DATE_KEYS} | TIME_NAMES
+        self.names: set[str] = set()
+        for node in ast.walk(tree):
+            self._check(node, known)
+        self.time_dependent = bool(self.names & TIME_NAMES)
+        self._interp = Interpreter(minimal=True, use_numpy=False, writer=io.StringIO(), err_writer=io.StringIO())
+        self._code = self._interp.parse(text.strip())
+
+    def _check(self, node: ast.AST, known: set[str]) -> None:
+        if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPERATORS):
+            return
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise FormulaError(f"only numbers are allowed as constants, not {node.value!r}")
+            return
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in CALLS or node.keywords:
+                raise FormulaError("calls other than min, max, abs, log, sqrt are not allowed")
+            return
+        if isinstance(node, ast.Name):
+            if node.id in CALLS:
+                return
+            if node.id not in known:
+                raise FormulaError(f"unknown name {node.id!r}: not a numeric job key, DATEkey, AGE or NOW")
+            self.names.add(node.id)
+            return
+        raise FormulaError(f"{type(node).__name__} is not allowed (only arithmetic over job keys)")
+
+    def evaluate(self, values: dict[str, float]) -> float:
+        """Value for one job's ``values``; NaN if the arithmetic fails (e.g. division by zero)."""
+        table = self._interp.symtable
+        table.update(CALLS)
+        table.update(values)
+        self._interp.error = []
+        result = self._interp.run(self._code, with_raise=False)
+        if self._interp.error or not isinstance(result, (int, float)):
+            return math.nan
+        return float(result)
+
+
+def numeric_keys(jobs: Iterable[Job]) -> tuple[set[str], set[str]]:
+    """Keys that hold a number, and keys that hold a date, in at least one job."""
+    numeric: set[str] = set()
+    dates: set[str] = set()
+    for job in jobs:
+        for key, value in job.data.items():
+            if key in numeric or not key.isidentifier():
+                continue
+            try:
+                float(value)
+                numeric.add(key)
+            except ValueError:
+                if key not in dates:
+                    try:
+                        parse_date(value)
+                        dates.add(key)
+                    except ValueError:
+                        pass
+    return numeric, dates
+
+
+class JobSorter:
+    """Orders waiting jobs: priority descending, then queue date, then document order.
+
+    Static formulas (no AGE/NOW) are evaluated once per job; time-dependent ones at every
+    event time the queue is ordered.
+    """
+
+    def __init__(self, formula: Formula, epoch: int, report: Report) -> None:
+        self.formula = formula
+        self.epoch = epoch
+        self.report = report
+        self._static: dict[int, tuple] = {}
+        self._warned: set[str] = set()
+
+    @property
+    def static(self) -> bool:
+        return not self.formula.time_dependent
+
+    def key(self, job: Job, now: int) -> tuple:
+        """Sort key of ``job`` at simulated time ``now`` (seconds from time zero)."""
+        if self.static:
+            key = self._static.get(id(job))
+            if key is None:
+                key = self._static[id(job)] = (-self.priority(job, now), job.queued, job.index)
+            return key
+        return (-self.priority(job, now), job.queued, job.index)
+
+    def priority(self, job: Job, now: int) -> float:
+        values: dict[str, float] = {}
+        for name in self.formula.names:
+            if name == "AGE":
+                values[name] = float(now - job.queued)
+            elif name == "NOW":
+                values[name] = float(self.epoch + now)
+            elif name.startswith("DATE") and name[4:] in job.data:
+                values[name] = self._date(job, name[4:])
+            else:
+                values[name] = self._number(job, name)
+        value = self.formula.evaluate(values)
+        if math.isnan(value):
+            if job.id not in self._warned:
+                self._warned.add(job.id)
+                self.report.warn(job.label, "system_sysprio", self.formula.text,
+                                 "cannot be evaluated for this job; it gets the lowest priority")
+            return -math.inf
+        return value
+
+    def _number(self, job: Job, key: str) -> float:
+        raw = job.data.get(key)
+        if raw is None or raw.strip() == "":
+            return 0.0
+        try:
+            return float(raw)
+        except ValueError:
+            if (job.id, key) not in self._warned:
+                self._warned.add((job.id, key))
+                self.report.warn(job.label, key, raw, "not a number; the priority formula uses 0")
+            return 0.0
+
+    def _date(self, job: Job, key: str) -> float:
+        try:
+            return float(parse_date(job.data[key])[0])
+        except ValueError:
+            if key == "queuedate":
+                return float(self.epoch + job.queued)
+            return 0.0
+
+    def order(self, jobs: Iterable[Job], now: int) -> list[Job]:
+        """``jobs`` in scheduling order at ``now``."""
+        return sorted(jobs, key=lambda j: self.key(j, now))
