@@ -17,7 +17,7 @@ import click
 
 from . import lml
 from .errors import InputError, Report
-from .forecast import predict as run_prediction, results
+from .forecast import prepare, read_snapshot, predict as run_prediction, results
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -132,12 +132,18 @@ def validate(input_path: str) -> None:
         where = err.path or "/"
         problems.append(f"schema: {where}: {err.reason}")
     report = Report(collect=True)
-    forecast = run_prediction(doc, report)
+    prepared = prepare(doc, report)
     problems.extend(f"error: {e}" for e in report.errors)
-    if forecast is not None:
-        problems.extend(f"job: {p}" for p in forecast.snapshot.job_problems)
-        problems.extend(f"job {j.id}: {j.reason}" for j in forecast.jobs
-                        if j.reason and j.reason.startswith("ExceedsSystem"))
+    snap = read_snapshot(doc, Report(collect=True)) if prepared is None else prepared[0]
+    if snap is not None:
+        problems.extend(f"job: {p}" for p in snap.job_problems)
+    if prepared is not None:
+        snap, config = prepared
+        state = config.make_state(snap.machine, snap.queues)
+        for job in snap.jobs:
+            reason = None if job.running or job.reason else state.exceeds(job)
+            if reason:
+                problems.append(f"job {job.id}: {reason}")
     for warning in report.warnings:
         click.echo(f"warning: {warning}")
     for problem in problems:

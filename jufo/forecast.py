@@ -39,7 +39,8 @@ class Snapshot:
 def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
     """Read system time, nodes, queues, jobs, reservations and scheduler keys.
 
-    Fatal problems raise InputError (or are collected; then None is returned).
+    Fatal problems raise InputError, or, when the report collects them, reading goes on as
+    far as it can (None only without a usable system_time).
     """
     for oid in doc.unknown_info_ids:
         report.warn(f"info {oid}", "oid", oid, "names no object; ignored")
@@ -68,8 +69,6 @@ def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
     reservations = read_reservations(doc.of_type("reservation"), machine, epoch, report)
     reader = JobReader(epoch, machine.max_cores, report)
     jobs = [reader.read(obj) for obj in doc.of_type("job")]
-    if report.errors:
-        return None
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems)
 
 
@@ -86,15 +85,25 @@ class Forecast:
         return self.snapshot.jobs
 
 
-def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None) -> Forecast | None:
-    """Simulate the document's scheduler. None only when collecting errors (validate)."""
+def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = None
+            ) -> tuple[Snapshot, Configuration] | None:
+    """Read the snapshot and check the configuration; None if anything fatal was collected."""
     snap = read_snapshot(doc, report)
     if snap is None:
         return None
     settings = {**snap.scheduler, **(overrides or {})}
     config = Configuration.read(settings, snap.scheduler_label, snap.jobs, report)
-    if config is None:
+    if config is None or report.errors:
         return None
+    return snap, config
+
+
+def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None) -> Forecast | None:
+    """Simulate the document's scheduler. None only when collecting errors (validate)."""
+    prepared = prepare(doc, report, overrides)
+    if prepared is None:
+        return None
+    snap, config = prepared
     state = config.make_state(snap.machine, snap.queues)
     running = [job for job in snap.jobs if job.running]
     reservations: list[Any] = snap.reservations

@@ -81,6 +81,9 @@ class JobReader:
         d = obj.data
         job = Job(obj.id, obj.index, d, d.get("state", "").strip())
         job.owner, job.group, job.queue = d.get("owner", ""), d.get("group", ""), d.get("queue", "")
+        if not job.state:
+            self._bad(job, obj, "state", "is needed to tell running from waiting jobs")
+            return job
         if job.state not in (RUNNING, WAITING):
             job.reason = f"NotQueued: state {job.state!r} is neither Running nor Idle"
             return job

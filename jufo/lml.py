@@ -284,3 +284,34 @@ def write_atomic(path: str, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def build(objects: list[tuple[str, str, dict[str, str]]], namespace: str | None = LML_NS) -> bytes:
+    """A raw LML document from ``(id, type, data)`` triples, in the layout LLview writes.
+
+    >>> print(build([("j1", "job", {"state": "Idle"})]).decode())  # doctest: +NORMALIZE_WHITESPACE
+    <?xml version="1.0" encoding="UTF-8"?>
+    <lml:lgui xmlns:lml="http://eclipse.org/ptp/lml" version="1.1">
+    <objects>
+    <object id="j1" name="j1" type="job"/>
+    </objects>
+    <information>
+    <info oid="j1" type="short">
+    <data key="state" value="Idle"/>
+    </info>
+    </information>
+    </lml:lgui>
+    """
+    from xml.sax.saxutils import quoteattr
+
+    root = f'<lml:lgui xmlns:lml="{namespace}" version="1.1">' if namespace else '<lgui version="1.1">'
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', root, "<objects>"]
+    for oid, kind, _ in objects:
+        lines.append(f"<object id={quoteattr(oid)} name={quoteattr(oid)} type={quoteattr(kind)}/>")
+    lines += ["</objects>", "<information>"]
+    for oid, _, data in objects:
+        lines.append(f'<info oid={quoteattr(oid)} type="short">')
+        lines.extend(f"<data key={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in data.items())
+        lines.append("</info>")
+    lines += ["</information>", "</lml:lgui>" if namespace else "</lgui>", ""]
+    return "\n".join(lines).encode()

@@ -85,11 +85,10 @@ class Simulation(ABC):
         for job in running:
             resources = place(job)
             end = max(0, (job.started or 0) + job.wall)
-            alloc = Allocation(min(job.started or 0, 0), end, resources, self.state.cores_of(resources),
+            alloc = Allocation(min(job.started or 0, 0), end, resources, self.state.request_cores(job),
                                job.queue, job.owner, job)
             job.end, job.resources = end, resources
-            self.state.start(alloc)
-            self.timeline.push(end, Kind.END, alloc)
+            self.occupy(alloc)
 
     def insert_reservations(self, reservations: list[Reservation]) -> None:
         """Advance reservations block their resources for every job."""
@@ -137,12 +136,19 @@ class Simulation(ABC):
 
     # -- helpers for the policies --------------------------------------------------------------
     def start_job(self, job: Job, now: int, resources: Any, backfilled: bool) -> None:
-        alloc = Allocation(now, now + job.wall, resources, self.state.cores_of(resources), job.queue, job.owner, job)
-        self.state.start(alloc)
+        alloc = Allocation(now, now + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         self.waiting.remove(job)
         job.start, job.end, job.resources = now, alloc.end, resources
         job.backfilled = backfilled
-        self.timeline.push(alloc.end, Kind.END, alloc)
+        self.occupy(alloc)
+
+    def occupy(self, alloc: Allocation) -> None:
+        """Hold ``alloc``'s resources until its end. An allocation that is over by now (a
+        zero-length job, a running job past its end) holds nothing: its release would free
+        cores another job may hold by then."""
+        if alloc.end > self.state.now:
+            self.state.start(alloc)
+            self.timeline.push(alloc.end, Kind.END, alloc)
 
     def explain_unstarted(self) -> None:
         horizon = self.policy.horizon
@@ -237,7 +243,7 @@ class Backfilling(Simulation):
         if found is None:
             return
         t, resources = found
-        alloc = Allocation(t, t + job.wall, resources, self.state.cores_of(resources), job.queue, job.owner, job)
+        alloc = Allocation(t, t + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         self.state.plan(alloc)
         self.reserved[job] = alloc
         self.held[self._group(job)] += 1

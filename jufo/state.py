@@ -40,6 +40,7 @@ class Allocation:
     user: str
     job: Job | None = None
     label: str = ""
+    seq: int = 0  # set by the state on insertion: a deterministic tie-breaker
 
     def __repr__(self) -> str:
         return f"Allocation({self.label or self.job}, {self.start}-{self.end})"
@@ -53,8 +54,9 @@ class SystemState(ABC):
         self.queues = queues
         self.limits = QueueLimits(queues)
         self.now = 0
-        self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, id(a)))
-        self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, id(a)))
+        self._seq = 0
+        self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, a.seq))
+        self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
 
     # -- what subclasses provide ------------------------------------------------------------
     @abstractmethod
@@ -86,6 +88,10 @@ class SystemState(ABC):
     def cores_of(self, resources: Any) -> int:
         """Number of cores in ``resources``."""
 
+    @abstractmethod
+    def request_cores(self, job: Job) -> int:
+        """Cores ``job`` asks for: what queue limits count, also when it holds whole nodes."""
+
     # -- queries -----------------------------------------------------------------------------
     def find(self, job: Job) -> Any | None:
         """Resources where ``job`` can start now and run its whole wall, or None."""
@@ -98,15 +104,18 @@ class SystemState(ABC):
         None if it never fits (or not before ``horizon``).
         """
         base = self._base()
+        now = self.now
+        # (time, allocation or None): running jobs give resources back; a reservation's end
+        # only stops blocking, which the fit test sees by itself
         releases = merge(
-            ((a.end, 0, a) for a in self.running if a.end > self.now),
-            ((a.end, 1, a) for a in self.planned if a.end > self.now),
+            ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(now + 1, -1))),
+            ((end, -1, None) for end in sorted({a.end for a in self.planned if a.end > now})),
         )
-        t = self.now
-        pending: tuple[int, int, Allocation] | None = next(releases, None)
+        t = now
+        pending: tuple[int, int, Allocation | None] | None = next(releases, None)
         while True:
             while pending is not None and pending[0] <= t:
-                if pending[1] == 0:  # a running job's resources come back
+                if pending[2] is not None:
                     base = self._release(base, pending[2])
                 pending = next(releases, None)
             found = self._fit_limited(job, t, base)
@@ -120,11 +129,9 @@ class SystemState(ABC):
 
     def _fit_limited(self, job: Job, t: int, base: Any) -> Any | None:
         end = t + job.wall
-        found = self._fit(job, t, end, base)
-        if found is not None and self.limits.queues:
-            if self.limits.exceeded(job.queue, job.owner, self.cores_of(found), t, end):
-                return None
-        return found
+        if self.limits.queues and self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, end):
+            return None
+        return self._fit(job, t, end, base)
 
     def blocking(self, t: int, end: int):
         """Planned allocations that overlap ``[t, end)`` (zero-length windows: the instant t)."""
@@ -135,11 +142,16 @@ class SystemState(ABC):
 
     def queue_limit(self, job: Job, t: int) -> str | None:
         """The queue limit that keeps ``job`` from starting at ``t`` on any resources, or None."""
-        return self.limits.exceeded(job.queue, job.owner, job.total_cores, t, t + job.wall)
+        return self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall)
 
     # -- changes -----------------------------------------------------------------------------
+    def _number(self, alloc: Allocation) -> None:
+        self._seq += 1
+        alloc.seq = self._seq
+
     def start(self, alloc: Allocation) -> None:
         """Mark ``alloc`` running from now: its resources are used until ``alloc.end``."""
+        self._number(alloc)
         self._take(alloc.resources)
         self.running.add(alloc)
         self.limits.add(alloc)
@@ -152,6 +164,7 @@ class SystemState(ABC):
 
     def plan(self, alloc: Allocation) -> None:
         """Hold ``alloc``'s resources for ``[start, end)`` (a reservation)."""
+        self._number(alloc)
         self.planned.add(alloc)
         self.limits.add(alloc)
 
@@ -194,18 +207,13 @@ class NodeState(SystemState):
             return f"ExceedsSystem: queue {job.queue} admits no jobs (maxjobs=0)"
         if q is not None and q.maxjobsperuser == 0:
             return f"ExceedsSystem: queue {job.queue} admits no jobs (maxjobsperuser=0)"
-        if q is not None and q.starters is not None:
-            need = self._cores_needed(job)
-            if need > q.starters:
-                return f"ExceedsSystem: asks {need} cores, queue {job.queue} may use {q.starters}"
+        need = self.request_cores(job)
+        if q is not None and q.starters is not None and need > q.starters:
+            return f"ExceedsSystem: asks {need} cores, queue {job.queue} may use {q.starters}"
         return None
 
-    def _cores_needed(self, job: Job) -> int:
-        """Fewest cores the job can hold: whole nodes without sharing.  O(nodes log nodes)."""
-        if self.sharing:
-            return job.nodes * job.cores_per_node
-        return sum(sorted(self.machine.nodes[n].ncores for n in bits_of(
-            self.machine.eligible(job.queue, job.cores_per_node)))[: job.nodes])
+    def request_cores(self, job: Job) -> int:
+        return job.nodes * job.cores_per_node
 
     def _base(self) -> NodeCores:
         return self.free.copy()
@@ -343,3 +351,6 @@ class AttributeState(SystemState):
 
     def cores_of(self, resources: int) -> int:
         return resources
+
+    def request_cores(self, job: Job) -> int:
+        return job.total_cores

@@ -1,0 +1,124 @@
+"""Command behaviour: exit codes, one clear message, no output on failure, validate, summary."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SAMPLES, snapshot, waiting
+
+
+def test_missing_system_time_is_exit_2_without_output(jufo):
+    raw = snapshot({"a": waiting(2, 10)}).replace(b'key="system_time"', b'key="other"')
+    run = jufo(raw)
+    assert run.exit_code == 2
+    assert run.output == b""
+    assert run.stderr.strip() == "jufo: error: system sys: system_time: missing; it is the time the prediction starts from"
+
+
+def test_bad_date_message_names_object_key_value(jufo):
+    run = jufo(snapshot({"a": waiting(2, 10)}, system_time="yesterday"))
+    assert run.exit_code == 2
+    assert "system sys: system_time='yesterday'" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_not_xml(jufo):
+    run = jufo(b"this is not xml")
+    assert run.exit_code == 2 and "not well-formed XML" in run.stderr and run.output == b""
+
+
+def test_not_lml(jufo):
+    run = jufo(b"<html/>")
+    assert run.exit_code == 2 and "expected 'lgui'" in run.stderr
+
+
+def test_missing_input_file(tmp_path):
+    from click.testing import CliRunner
+    from jufo.cli import main
+    result = CliRunner().invoke(main, ["predict", str(tmp_path / "nope.xml"), "-o", str(tmp_path / "o.xml")])
+    assert result.exit_code == 2 and "cannot read" in result.stderr
+    assert not (tmp_path / "o.xml").exists()
+
+
+def test_bad_usage_is_exit_2(jufo):
+    assert jufo(snapshot({}), "--set", "novalue").exit_code == 2
+    assert jufo(snapshot({}), "--nonsense").exit_code == 2
+
+
+def test_failed_run_keeps_existing_output(tmp_path):
+    from click.testing import CliRunner
+    from jufo.cli import main
+    out = tmp_path / "o.xml"
+    out.write_bytes(b"previous")
+    bad = tmp_path / "bad.xml"
+    bad.write_bytes(snapshot({}, system_time="x"))
+    result = CliRunner().invoke(main, ["predict", str(bad), "-o", str(out)])
+    assert result.exit_code == 2
+    assert out.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.xml", "o.xml"]
+
+
+def test_refuses_to_overwrite_input(tmp_path):
+    from click.testing import CliRunner
+    from jufo.cli import main
+    src = tmp_path / "in.xml"
+    raw = snapshot({"a": waiting(1, 5)})
+    src.write_bytes(raw)
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(src)])
+    assert result.exit_code == 2 and "overwrite the input" in result.stderr
+    assert src.read_bytes() == raw
+
+
+def test_verbose_summary(jufo):
+    run = jufo((SAMPLES / "thesis-table-3.1.xml").read_bytes(), "-v")
+    assert run.exit_code == 0
+    assert "6 jobs read (2 running), 4 predicted, 0 not startable" in run.stderr
+
+
+def test_stdin_to_stdout():
+    raw = (SAMPLES / "thesis-listing-7.2.xml").read_bytes()
+    done = subprocess.run([sys.executable, "-m", "jufo", "predict", "-", "-o", "-"], input=raw,
+                          capture_output=True, cwd=ROOT, check=True)
+    assert b'key="jufo_starttime" value="11/24/11-15:00:05"' in done.stdout
+    assert done.stderr == b""
+
+
+def test_internal_error_is_exit_1_without_traceback(jufo, monkeypatch):
+    import jufo.cli as cli
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "run_prediction", broken)
+    run = jufo(snapshot({}))
+    assert run.exit_code == 1
+    assert "internal error: RuntimeError: boom" in run.stderr and "Traceback" not in run.stderr
+    assert run.output == b""
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.xml")))
+def test_validate_samples(jufo, sample):
+    run = jufo((SAMPLES / sample).read_bytes(), command="validate")
+    assert run.exit_code == 0, run.stdout + run.stderr
+    assert "valid" in run.stdout
+
+
+def test_validate_lists_every_problem(jufo):
+    raw = snapshot(
+        {"a": waiting(2, "soon"), "b": waiting(9, 10), "c": {"state": "Idle", "wall": 5, "nummachines": "x"}},
+        nodes={"n1": {"ncores": "four"}, "n2": 4},
+        scheduler={"scheduling_algorithm": "Fastest", "maxtopdogs": "-1"},
+    ).replace(b"</information>", b'<info oid="ghost"><data key="x" value="1"/></info>\n</information>')
+    run = jufo(raw, command="validate")
+    assert run.exit_code == 2
+    out = run.stdout
+    assert "schema:" in out and "ghost" in out
+    assert "node n1: ncores='four'" in out
+    assert "scheduling_algorithm='Fastest'" in out and "maxtopdogs='-1'" in out
+    assert "job a: wall='soon'" in out
+    assert "job c: nummachines='x'" in out
+    # requests are checked against the machine once the file has no fatal problem left
+    fixed = raw.replace(b'value="four"', b'value="4"').replace(b'value="Fastest"', b'value="FCFS"')
+    out2 = jufo(fixed.replace(b'value="-1"', b'value="1"'), command="validate").stdout
+    assert "job b: ExceedsSystem: asks 9 cores per node, the largest node has 4" in out2

@@ -1,0 +1,141 @@
+"""Properties of every prediction, over random snapshots (issue 2, result 4).
+
+No core is used by two jobs at any instant (running jobs included), no job starts before
+time zero or its queue date, queue limits and per-node queue limits hold at every start,
+FCFS never lets a job pass a higher-priority one, every queued job gets a start, and the
+same input gives the same output.
+"""
+
+import os
+import random
+from collections import defaultdict
+
+import pytest
+
+from conftest import T0, snapshot
+from jufo import lml
+from jufo.dates import format_date, parse_date
+from jufo.errors import Report
+from jufo.forecast import predict, results
+from jufo.ranges import bits_of
+
+EPOCH = parse_date(T0)[0]
+CONFIGS = [
+    {"scheduling_algorithm": "FCFS"},
+    {"scheduling_algorithm": "List"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "2", "topdogs_per_queue": "yes"},
+]
+
+
+def random_snapshot(seed: int) -> tuple[bytes, dict]:
+    rng = random.Random(seed)
+    nodes = {}
+    for i in range(rng.randint(1, 5)):
+        ncores = rng.choice([1, 2, 4, 8])
+        data = {"ncores": ncores}
+        if rng.random() < 0.3:
+            data["avail_classes"] = f"(q1,{rng.randint(1, ncores)})(q2,{ncores})(run,{ncores})"
+        nodes[f"n{i}"] = data
+    queues = {}
+    if rng.random() < 0.5:
+        queues["q1"] = {"maxjobs": str(rng.randint(1, 3)), "maxjobsperuser": str(rng.randint(1, 2))}
+    if rng.random() < 0.5:
+        queues["q2"] = {"starters": str(rng.randint(4, 16))}
+    jobs = {}
+    max_cores = max(n["ncores"] for n in nodes.values())
+    room = [n["ncores"] for n in nodes.values()]  # running jobs must fit, as on a real machine
+    for i in range(rng.randint(0, 4)):
+        wall = rng.randint(1, 60)
+        cores = rng.randint(1, max_cores)
+        node = next((k for k, free in enumerate(room) if free >= cores), None)
+        if node is None:
+            continue
+        room[node] -= cores
+        jobs[f"r{i}"] = {"state": "Running", "owner": "r", "queue": "run", "wall": wall,
+                         "queuedate": format_date(EPOCH - 500, "%m/%d/%y-%H:%M:%S"),
+                         "dispatchdate": format_date(EPOCH - rng.randint(0, wall), "%m/%d/%y-%H:%M:%S"),
+                         "nummachines": 1, "taskspernode": cores, "nodelist": f"({node + 1})"}
+    for i in range(rng.randint(1, 14)):
+        queued = EPOCH + rng.choice([-rng.randint(1, 400), rng.randint(1, 60)]) if rng.random() < 0.4 else EPOCH - 600 + i
+        jobs[f"w{i}"] = {"state": "Idle", "owner": rng.choice(["u1", "u2"]), "queue": rng.choice(["q1", "q2"]),
+                         "queuedate": format_date(queued, "%m/%d/%y-%H:%M:%S"), "wall": rng.randint(0, 40),
+                         "nummachines": rng.randint(1, 2), "taskspernode": rng.randint(1, max_cores)}
+    return snapshot(jobs, nodes=nodes, queues=queues), queues
+
+
+def run(raw: bytes, settings: dict):
+    doc = lml.parse(raw)
+    forecast = predict(doc, Report(quiet=True), settings)
+    lml.add_results(doc, results(forecast))
+    return forecast, lml.serialize(doc)
+
+
+def check(forecast, queues: dict, settings: dict) -> None:
+    jobs = forecast.jobs
+    machine = forecast.snapshot.machine
+    node_state = forecast.config.state == "NodeState"
+    spans = []  # (start, end, job)
+    for job in jobs:
+        if job.running:
+            spans.append((0, job.end, job))  # the prediction covers time zero onwards
+        elif job.start is not None:
+            assert job.start >= 0 and job.start >= job.queued, job
+            assert job.end == job.start + job.wall
+            spans.append((job.start, job.end, job))
+        else:
+            assert job.reason, f"{job} has neither a start nor a reason"
+            assert not job.reason.startswith(("NoStart", "BeyondHorizon")), job.reason
+    active = lambda t: [j for s, e, j in spans if s <= t < e]
+    if node_state:
+        per_core = defaultdict(list)
+        for s, e, job in spans:
+            if e > s:
+                for node, mask in job.resources.pairs(machine.shape):
+                    for core in bits_of(mask):
+                        per_core[node, core].append((s, e, job.id))
+        for core, intervals in per_core.items():
+            intervals.sort()
+            for (s1, e1, a), (s2, e2, b) in zip(intervals, intervals[1:]):
+                assert e1 <= s2, f"core {core} used by {a} and {b} at once"
+    else:
+        for s, _, job in spans:
+            if not job.running:
+                assert sum(j.resources for j in active(s)) <= machine.total_cores
+    for s, e, job in spans:
+        if job.running or e == s:
+            continue
+        now = [j for j in active(s) if not j.running]
+        q = queues.get(job.queue, {})
+        mine = [j for j in now if j.queue == job.queue]
+        if "maxjobs" in q:
+            assert len(mine) <= int(q["maxjobs"])
+        if "maxjobsperuser" in q:
+            assert len([j for j in mine if j.owner == job.owner]) <= int(q["maxjobsperuser"])
+        if "starters" in q:
+            # limits count the cores jobs ask for, also when they hold whole nodes
+            cores = (lambda j: j.nodes * j.cores_per_node) if node_state else (lambda j: j.total_cores)
+            assert sum(cores(j) for j in mine) <= int(q["starters"])
+        if node_state:
+            exclusive = settings["node_sharing"] == "no"  # whole nodes: the tasks asked for count
+            for node in machine.nodes:
+                used = sum(j.cores_per_node if exclusive else j.resources.mask(node.index, machine.shape).bit_count()
+                           for j in mine if j.resources.mask(node.index, machine.shape))
+                assert used <= node.limit(job.queue), f"{job.queue} over its limit on {node.name}"
+    if settings["scheduling_algorithm"] == "FCFS":
+        started = sorted((j for j in jobs if j.start is not None and not j.running), key=lambda j: (j.queued, j.index))
+        for a, b in zip(started, started[1:]):
+            assert a.start <= b.start, f"FCFS let {b} pass {a}"
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60"))))
+def test_random_snapshots(seed):
+    raw, queues = random_snapshot(seed)
+    for settings in CONFIGS:
+        for state in ("NodeState", "AttributeState"):
+            for sharing in (("yes", "no") if state == "NodeState" else ("yes",)):
+                full = {**settings, "system_state": state, "node_sharing": sharing}
+                forecast, out = run(raw, full)
+                check(forecast, queues, full | {"node_sharing": sharing})
+                assert run(raw, full)[1] == out

@@ -1,0 +1,179 @@
+"""Job semantics: reasons, defaults, future submissions, limits, node lists, sharing, horizon."""
+
+from conftest import running, snapshot, waiting
+
+
+def test_exceeds_system_leaves_others_unaffected(jufo):
+    jobs = {"huge": waiting(2, 10, nodes=2), "fat": waiting(8, 10), "ok": waiting(4, 10),
+            "ok2": waiting(2, 10, queued="01/10/12-11:30:00")}
+    run = jufo(snapshot(jobs, nodes={"n1": 4}))
+    assert run.jobs["huge"]["jufo_reason"] == "ExceedsSystem: asks 2 nodes, the system has 1"
+    assert run.jobs["fat"]["jufo_reason"] == "ExceedsSystem: asks 8 cores per node, the largest node has 4"
+    assert (run.start("ok"), run.start("ok2")) == (0, 10)
+    attr = jufo(snapshot(jobs, nodes={"n1": 4}, scheduler={"system_state": "AttributeState"}))
+    assert attr.jobs["fat"]["jufo_reason"] == "ExceedsSystem: asks 8 cores, the system has 4"
+
+
+def test_bad_wall_gives_reason_not_exit(jufo):
+    run = jufo(snapshot({"a": waiting(1, "ten"), "b": waiting(1, 10)}))
+    assert run.exit_code == 0
+    assert run.jobs["a"]["jufo_reason"].startswith("BadInput: wall")
+    assert run.start("b") == 0
+
+
+def test_wall_in_clock_form(jufo):
+    run = jufo(snapshot({"a": waiting(1, "00:01:30")}))
+    assert run.jobs["a"]["jufo_endtime"] == "01/10/12-12:01:30"
+
+
+def test_other_states_not_scheduled(jufo):
+    run = jufo(snapshot({"a": {**waiting(1, 10), "state": "Completed"}}))
+    assert run.jobs["a"]["jufo_reason"].startswith("NotQueued: state 'Completed'")
+
+
+def test_missing_queuedate_defaults_with_warning(jufo):
+    job = waiting(1, 10)
+    del job["queuedate"]
+    run = jufo(snapshot({"a": job}))
+    assert run.start("a") == 0
+    assert "job a: queuedate: missing; assuming system_time" in run.stderr
+
+
+def test_no_size_defaults_to_one_core(jufo):
+    run = jufo(snapshot({"a": {"state": "Idle", "wall": 10, "queuedate": "01/10/12-11:00:00"}}))
+    assert run.jobs["a"]["jufo_ranges"] == "(1(1))"
+    assert "assuming 1 core" in run.stderr
+
+
+def test_totalcores_only_spreads_over_fewest_nodes(jufo):
+    run = jufo(snapshot({"a": {"state": "Idle", "wall": 10, "totalcores": 6, "queuedate": "01/10/12-11:00:00"}},
+                        nodes={"n1": 4, "n2": 4}))
+    assert run.jobs["a"]["jufo_ranges"] == "(1-2(1-3))"
+    assert run.jobs["a"]["jufo_nodelist"] == "(n1,3)(n2,3)"
+
+
+def test_future_submission_waits_for_its_queuedate(jufo):
+    run = jufo(snapshot({"later": waiting(1, 10, queued="01/10/12-12:05:00")}))
+    assert run.start("later") == 300
+
+
+def test_running_job_past_its_end_ends_at_time_zero(jufo):
+    jobs = {"late": running(4, ends_in=-50), "a": waiting(4, 10)}
+    run = jufo(snapshot(jobs))
+    assert run.jobs["late"]["jufo_endtime"] == "01/10/12-12:00:00"
+    assert run.start("a") == 0
+
+
+def test_running_nodelist_forms(jufo):
+    nodes = {"n1": 4, "n2": 4}
+    nested = jufo(snapshot({"r": running(2, 50, nodes=2, nodelist="(1-2(3-4))")}, nodes=nodes))
+    assert nested.jobs["r"]["jufo_ranges"] == "(1-2(3-4))"
+    named = jufo(snapshot({"r": running(3, 50, nodelist="(n2,3)")}, nodes=nodes))
+    assert named.jobs["r"]["jufo_ranges"] == "(2(1-3))"
+    several = jufo(snapshot({"r": running(2, 50, nodelist="(2(1,4))")}, nodes=nodes))
+    assert several.jobs["r"]["jufo_ranges"] == "(2(1,4))"
+    # without core numbers: the lowest free cores, here after another running job
+    both = jufo(snapshot({"r1": running(2, 50, nodelist="(1(1-2))"), "r2": running(2, 50, nodelist="(1)")}, nodes=nodes))
+    assert both.jobs["r2"]["jufo_ranges"] == "(1(3-4))"
+
+
+def test_running_nodelist_that_overlaps_is_counted_once(jufo):
+    jobs = {"r1": running(2, 50, nodelist="(1(1-2))"), "r2": running(2, 50, nodelist="(1(2-3))")}
+    run = jufo(snapshot(jobs))
+    assert run.jobs["r2"]["jufo_ranges"] == "(1(3))"
+    assert "job r2: nodelist='(1(2-3))': claims cores another running job holds" in run.stderr
+
+
+def test_bad_running_nodelist_falls_back_with_warning(jufo):
+    run = jufo(snapshot({"r": running(2, 50, nodelist="(9(1))")}))
+    assert run.jobs["r"]["jufo_ranges"] == "(1(1-2))"
+    assert "beyond the 1 nodes" in run.stderr
+
+
+def test_waiting_job_waits_for_running(jufo):
+    jobs = {"r": running(3, ends_in=30), "a": waiting(2, 10)}
+    run = jufo(snapshot(jobs))
+    assert run.start("a") == 30
+    assert run.jobs["a"]["jufo_topdog"] == "1"
+
+
+def test_node_sharing_no_gives_whole_nodes(jufo):
+    jobs = {"a": waiting(1, 10), "b": waiting(1, 10, queued="01/10/12-11:10:00"),
+            "c": waiting(1, 10, queued="01/10/12-11:20:00")}
+    shared = jufo(snapshot(jobs, nodes={"n1": 4, "n2": 4}))
+    assert [shared.start(j) for j in "abc"] == [0, 0, 0]
+    exclusive = jufo(snapshot(jobs, nodes={"n1": 4, "n2": 4}, scheduler={"node_sharing": "no"}))
+    assert [exclusive.start(j) for j in "abc"] == [0, 0, 10]
+    assert exclusive.jobs["a"]["jufo_ranges"] == "(1(1-4))"
+    assert exclusive.jobs["b"]["jufo_nodelist"] == "(n2,4)"
+
+
+def test_avail_classes_limit_cores_per_queue(jufo):
+    nodes = {"n1": {"ncores": 8, "avail_classes": "(small,4)(large,8)"}}
+    jobs = {"s1": waiting(4, 10, queue="small"), "s2": waiting(2, 10, queue="small", queued="01/10/12-11:10:00"),
+            "l1": waiting(4, 10, queue="large", queued="01/10/12-11:20:00"),
+            "x": waiting(1, 10, queue="other", queued="01/10/12-11:30:00")}
+    run = jufo(snapshot(jobs, nodes=nodes))
+    assert run.start("s1") == 0
+    assert run.start("s2") == 10  # small may use only 4 cores of n1 at once
+    assert run.start("l1") == 0
+    assert run.jobs["x"]["jufo_reason"].startswith("ExceedsSystem")
+
+
+def test_queue_limits(jufo):
+    queues = {"batch": {"maxjobs": "1"}}
+    jobs = {"a": waiting(1, 10), "b": waiting(1, 10, queued="01/10/12-11:10:00")}
+    run = jufo(snapshot(jobs, queues=queues))
+    assert (run.start("a"), run.start("b")) == (0, 10)
+    per_user = {"batch": {"maxjobsperuser": "1"}}
+    jobs["c"] = waiting(1, 10, queued="01/10/12-11:20:00", owner="other")
+    run = jufo(snapshot(jobs, queues=per_user))
+    assert (run.start("a"), run.start("b"), run.start("c")) == (0, 10, 0)
+    starters = {"batch": {"starters": "3"}}
+    jobs2 = {"a": waiting(2, 10), "b": waiting(2, 10, queued="01/10/12-11:10:00")}
+    run = jufo(snapshot(jobs2, queues=starters))
+    assert (run.start("a"), run.start("b")) == (0, 10)
+    too_big = jufo(snapshot({"a": waiting(4, 10)}, queues=starters))
+    assert too_big.jobs["a"]["jufo_reason"] == "ExceedsSystem: asks 4 cores, queue batch may use 3"
+
+
+def test_maxnumjobs(jufo):
+    jobs = {f"j{i}": waiting(1, 10, queued=f"01/10/12-11:0{i}:00") for i in range(4)}
+    run = jufo(snapshot(jobs, scheduler={"maxnumjobs": 2}))
+    assert run.start("j0") == 0 and run.start("j1") == 0
+    assert run.jobs["j2"]["jufo_reason"].startswith("MaxNumJobs")
+    assert run.jobs["j3"]["jufo_reason"].startswith("MaxNumJobs")
+
+
+def test_horizon(jufo):
+    jobs = {"r": running(4, ends_in=100), "a": waiting(4, 10), "b": waiting(4, 10, queued="01/10/12-11:10:00")}
+    run = jufo(snapshot(jobs, scheduler={"horizon": 105}))
+    assert run.start("a") == 100
+    assert run.jobs["b"]["jufo_reason"] == "BeyondHorizon: no start within the horizon of 105 s"
+
+
+def test_topdogs_per_queue(jufo):
+    """With one top dog in all, c backfills on core 4 for 100 s and delays b; with one top
+    dog per queue, b holds a reservation that c may not touch."""
+    jobs = {"r": running(2, ends_in=10), "a": waiting(3, 10, queue="qa"),
+            "b": waiting(4, 10, queue="qb", queued="01/10/12-11:10:00"),
+            "c": waiting(1, 100, queue="qc", queued="01/10/12-11:20:00")}
+    one = jufo(snapshot(jobs))
+    assert [one.start(j) for j in "abc"] == [10, 100, 0]
+    assert one.jobs["c"]["jufo_backfilled"] == "1"
+    per_queue = jufo(snapshot(jobs, scheduler={"topdogs_per_queue": "yes"}))
+    assert [per_queue.start(j) for j in "abc"] == [10, 20, 30]
+    assert per_queue.jobs["b"]["jufo_topdog"] == "1"
+
+
+def test_advance_reservation_blocks_its_nodes(jufo):
+    reservations = {"maint": {"starttime": "01/10/12-12:00:10", "endtime": "01/10/12-12:01:00", "nodelist": "(n1,4)"}}
+    jobs = {"long": waiting(4, 20), "short": waiting(2, 10, queued="01/10/12-11:10:00")}
+    run = jufo(snapshot(jobs, reservations=reservations))
+    assert run.start("short") == 0  # fits before the reservation starts
+    assert run.start("long") == 60
+
+
+def test_zero_wall_job(jufo):
+    run = jufo(snapshot({"z": waiting(4, 0), "a": waiting(4, 5, queued="01/10/12-11:10:00")}))
+    assert run.start("z") == 0 and run.start("a") == 0

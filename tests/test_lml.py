@@ -1,0 +1,126 @@
+"""Reading and writing LML: namespaces, merging, fidelity, schema validity, hardening."""
+
+import os
+
+import pytest
+import xmlschema
+
+from conftest import OFFICIAL_XSD, SAMPLES, predictions, running, snapshot, waiting
+
+from jufo import lml
+from jufo.errors import InputError
+
+official = pytest.fixture(scope="module")(lambda: xmlschema.XMLSchema(str(OFFICIAL_XSD)))
+
+
+@pytest.mark.parametrize("namespace", [lml.LML_NS, "http://www.llview.de", None])
+def test_namespaces_accepted(jufo, namespace):
+    raw = snapshot({"a": waiting(2, 10)}, namespace=namespace)
+    run = jufo(raw)
+    assert run.exit_code == 0, run.stderr
+    assert run.start("a") == 0
+
+
+def test_unknown_namespace_refused(jufo):
+    raw = snapshot({"a": waiting(2, 10)}).replace(lml.LML_NS.encode(), b"urn:other")
+    run = jufo(raw)
+    assert run.exit_code == 2 and "namespace" in run.stderr and run.output == b""
+
+
+def test_several_infos_merge_later_wins(jufo):
+    raw = snapshot({"a": waiting(2, 10)}).replace(
+        b"</information>",
+        b'<info oid="a"><data key="wall" value="30"/></info>\n</information>')
+    run = jufo(raw)
+    end = predictions(run.output)["a"]["jufo_endtime"]
+    assert end == "01/10/12-12:00:30"
+    # results go to the object's last info
+    assert run.output.index(b'key="wall" value="30"') < run.output.index(b"jufo_endtime")
+
+
+def test_everything_else_kept(jufo):
+    """Unknown object types, tables, comments, processing instructions, order and the prolog survive."""
+    raw = snapshot({"a": waiting(2, 10)})
+    raw = raw.replace(b'<?xml version="1.0" encoding="UTF-8"?>\n',
+                      b"<?xml version='1.0' encoding='UTF-8'?>\n<!-- made by LML_da -->\n<?pi keep?>\n")
+    raw = raw.replace(b"</objects>", b'<object id="pstat_x" type="pstat"/>\n</objects>')
+    raw = raw.replace(b"</information>",
+                      b'<info oid="pstat_x"><data key="t" value="1"/></info>\n</information>\n'
+                      b'<!-- between -->\n<table id="t1" title="jobs" contenttype="jobs"><column id="1" name="x"/></table>')
+    raw += b"<!-- after -->\n"
+    run = jufo(raw)
+    assert run.exit_code == 0, run.stderr
+    out = run.output
+    assert out.startswith(b"<?xml version='1.0' encoding='UTF-8'?>\n<!-- made by LML_da -->\n<?pi keep?>\n")
+    assert out.endswith(b"</lml:lgui>\n<!-- after -->\n")
+    assert b'<object id="pstat_x" type="pstat"/>' in out
+    assert b'<!-- between -->\n<table id="t1" title="jobs" contenttype="jobs"><column id="1" name="x"/></table>' in out
+    # removing the added data gives back the input
+    stripped = b"\n".join(line for line in out.split(b"\n") if b'key="jufo_' not in line)
+    assert stripped == raw
+
+
+def test_output_is_byte_identical_and_idempotent(jufo):
+    raw = (SAMPLES / "thesis-table-3.1.xml").read_bytes()
+    first = jufo(raw).output
+    assert jufo(raw).output == first
+    assert jufo(first).output == first  # earlier jufo_* data is replaced, not repeated
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.xml")))
+def test_output_valid_against_official_schema(jufo, official, sample):
+    raw = (SAMPLES / sample).read_bytes()
+    if not official.is_valid(raw.decode()):
+        pytest.skip(f"{sample} is not valid against the official schema itself")
+    run = jufo(raw)
+    assert run.exit_code == 0, run.stderr
+    official.validate(run.output.decode())
+
+
+def test_new_info_created_for_job_without_one(jufo, official):
+    raw = snapshot({"a": waiting(2, 10)}).replace(b"</objects>", b'<object id="b" type="job"/>\n</objects>')
+    run = jufo(raw)
+    assert run.jobs["b"]["jufo_reason"].startswith("BadInput: state")
+    official.validate(run.output.decode())
+
+
+ENTITY_BOMB = b"""<?xml version="1.0"?>
+<!DOCTYPE lgui [
+ <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
+ <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+ <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
+]>
+<lgui><objects><object id="x" type="job" name="&c;"/></objects></lgui>
+"""
+
+EXTERNAL_ENTITY = b"""<?xml version="1.0"?>
+<!DOCTYPE lgui [ <!ENTITY x SYSTEM "file:///etc/hostname"> ]>
+<lgui><objects><object id="s" type="system"/></objects>
+<information><info oid="s"><data key="system_time" value="&x;"/></info></information></lgui>
+"""
+
+
+@pytest.mark.parametrize("raw", [ENTITY_BOMB, EXTERNAL_ENTITY], ids=["bomb", "external"])
+def test_entities_refused(jufo, raw):
+    run = jufo(raw)
+    assert run.exit_code == 2
+    assert run.output == b""
+    assert "Traceback" not in run.stderr
+    with pytest.raises(InputError):
+        lml.parse(raw)
+
+
+def test_input_never_modified(jufo, tmp_path):
+    raw = (SAMPLES / "thesis-listing-7.2.xml").read_bytes()
+    run = jufo(raw)
+    assert run.exit_code == 0
+    assert (tmp_path / "in.xml").read_bytes() == raw
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    target = tmp_path / "x.xml"
+    lml.write_atomic(str(target), b"<a/>")
+    assert target.read_bytes() == b"<a/>"
+    assert os.listdir(tmp_path) == ["x.xml"]
+    mode = target.stat().st_mode & 0o777
+    assert mode & 0o444  # readable like a normally created file, not mkstemp's 0600 only
