@@ -10,7 +10,12 @@ from conftest import OFFICIAL_XSD, SAMPLES, predictions, running, snapshot, wait
 from jufo import lml
 from jufo.errors import InputError
 
-official = pytest.fixture(scope="module")(lambda: xmlschema.XMLSchema(str(OFFICIAL_XSD)))
+@pytest.fixture(scope="module")
+def official():
+    """The official LML schema from ../shared (skips where the checkout has no shared/ beside it)."""
+    if not OFFICIAL_XSD.exists():
+        pytest.skip(f"official LML schema not found at {OFFICIAL_XSD}")
+    return xmlschema.XMLSchema(str(OFFICIAL_XSD))
 
 
 @pytest.mark.parametrize("namespace", [lml.LML_NS, "http://www.llview.de", None])
