@@ -11,6 +11,7 @@ prediction (``BadInput: wall``): there is no sane default for how long it runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from math import ceil
 from typing import Any
 
@@ -62,7 +63,7 @@ class Job:
     def waiting(self) -> bool:
         return self.state == WAITING and self.reason is None
 
-    @property
+    @cached_property
     def request_key(self) -> tuple:
         """Jobs with equal keys fit in exactly the same places and times."""
         return (self.queue, self.owner, self.nodes, self.cores_per_node, self.total_cores, self.wall)

@@ -69,6 +69,8 @@ class Simulation(ABC):
             _, batch = self.timeline.pop_second()
             self.state.now = now
             self.events += 1
+            arrivals: set[Job] = set()
+            only_arrivals = True
             for kind, payload in batch:
                 if kind is Kind.END:
                     self.state.finish(payload)
@@ -76,8 +78,11 @@ class Simulation(ABC):
                     self.state.unplan(payload)
                 elif kind is Kind.ARRIVAL:
                     self.add_waiting(payload)
+                    arrivals.add(payload)
+                if kind is not Kind.ARRIVAL:
+                    only_arrivals = False  # resources came back or a reservation begins
             if self.waiting:
-                self.insert_waiting_jobs(now, self.ordered(now))
+                self.insert_waiting_jobs(now, self.ordered(now), arrivals if only_arrivals else None)
         self.explain_unstarted()
 
     def insert_running_jobs(self, running: list[Job], place: Callable[[Job], Any]) -> None:
@@ -131,8 +136,13 @@ class Simulation(ABC):
         return list(self.waiting)
 
     @abstractmethod
-    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
-        """Start (or reserve for) waiting jobs at ``now``; ``ordered`` is the queue by priority."""
+    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
+        """Start (or reserve for) waiting jobs at ``now``; ``ordered`` is the queue by priority.
+
+        ``fresh``: when only jobs arrived since the last pass, the arrivals; every other job
+        failed then and fails now too (nothing was released, no reservation began or ended),
+        so only these need a look. None: look at every job.
+        """
 
     # -- helpers for the policies --------------------------------------------------------------
     def start_job(self, job: Job, now: int, resources: Any, backfilled: bool) -> None:
@@ -168,8 +178,10 @@ class FCFS(Simulation):
 
     name = "FCFS"
 
-    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
         for job in ordered:
+            if fresh is not None and job not in fresh:
+                return
             resources = self.state.find(job)
             if resources is None:
                 return
@@ -181,10 +193,13 @@ class ListScheduling(Simulation):
 
     name = "List"
 
-    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
         passed_over = False
         failed: set[tuple] = set()
         for job in ordered:
+            if fresh is not None and job not in fresh:
+                passed_over = True
+                continue
             if job.request_key in failed:
                 continue
             resources = self.state.find(job)
@@ -211,10 +226,13 @@ class Backfilling(Simulation):
         self.reserved: dict[Job, Allocation] = {}
         self.held: Counter = Counter()
 
-    def insert_waiting_jobs(self, now: int, ordered: list[Job]) -> None:
+    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
         passed_over = False
         failed: set[tuple] = set()
         for job in ordered:
+            if fresh is not None and job not in fresh:
+                passed_over = True  # waits: failed before and still fails (see the base class)
+                continue
             alloc = self.reserved.get(job)
             if alloc is not None:
                 if alloc.start <= now:

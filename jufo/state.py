@@ -55,6 +55,8 @@ class SystemState(ABC):
         self.limits = QueueLimits(queues)
         self.now = 0
         self._seq = 0
+        self.version = 0  # bumped by every change; keys the per-pass cache of free windows
+        self._windows: dict[tuple[int, int], Any] = {}
         self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, a.seq))
         self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
 
@@ -77,6 +79,15 @@ class SystemState(ABC):
         ``[t, end)``, or None."""
 
     @abstractmethod
+    def _without(self, window: Any, alloc: Allocation) -> Any:
+        """``window`` less the resources of planned ``alloc`` (may change ``window``)."""
+
+    @abstractmethod
+    def _choose(self, job: Job, t: int, end: int, window: Any) -> Any | None:
+        """Resources for ``job`` inside ``window``, which is already free of every planned
+        allocation overlapping ``[t, end)``, or None."""
+
+    @abstractmethod
     def _take(self, resources: Any) -> None:
         """Mark ``resources`` used now."""
 
@@ -94,8 +105,31 @@ class SystemState(ABC):
 
     # -- queries -----------------------------------------------------------------------------
     def find(self, job: Job) -> Any | None:
-        """Resources where ``job`` can start now and run its whole wall, or None."""
-        return self._fit_limited(job, self.now, self._base())
+        """Resources where ``job`` can start now and run its whole wall, or None.
+
+        The planned allocations that block ``[now, now+wall)`` are those starting before its
+        end: a prefix of ``planned``. The free set minus that prefix is computed once per
+        prefix and state version, and shared by every job of a pass.
+        """
+        now, end = self.now, self.now + job.wall
+        if self.limits.queues and self.limits.exceeded(job.queue, job.owner, self.request_cores(job), now, end):
+            return None
+        prefix = self.planned.bisect_key_left((max(end, now + 1), -1))
+        key = (self.version, prefix)
+        window = self._windows.get(key)
+        if window is None:
+            if len(self._windows) > 64:
+                self._windows.clear()
+            window = self._windows[key] = self._window(prefix)
+        return self._choose(job, now, end, window)
+
+    def _window(self, prefix: int) -> Any:
+        """Resources free now and untouched by the first ``prefix`` planned allocations."""
+        window = self._base()
+        for alloc in self.planned.islice(0, prefix):
+            if alloc.end > self.now and alloc.end > alloc.start:
+                window = self._without(window, alloc)
+        return window
 
     def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, Any] | None:
         """Earliest ``(t, resources)`` with ``t >= now`` where ``job`` fits for its whole wall.
@@ -148,6 +182,7 @@ class SystemState(ABC):
     def _number(self, alloc: Allocation) -> None:
         self._seq += 1
         alloc.seq = self._seq
+        self.version += 1
 
     def start(self, alloc: Allocation) -> None:
         """Mark ``alloc`` running from now: its resources are used until ``alloc.end``."""
@@ -161,6 +196,7 @@ class SystemState(ABC):
         self.running.remove(alloc)
         self._give(alloc.resources)
         self.limits.discard(alloc)
+        self.version += 1
 
     def plan(self, alloc: Allocation) -> None:
         """Hold ``alloc``'s resources for ``[start, end)`` (a reservation)."""
@@ -172,6 +208,7 @@ class SystemState(ABC):
         """Drop a reservation."""
         self.planned.remove(alloc)
         self.limits.discard(alloc)
+        self.version += 1
 
 
 class NodeState(SystemState):
@@ -223,8 +260,7 @@ class NodeState(SystemState):
         return base
 
     def _fit(self, job: Job, t: int, end: int, base: NodeCores) -> NodeCores | None:
-        k, c = job.nodes, job.cores_per_node
-        if base.full.bit_count() + len(base.part) < k:
+        if base.full.bit_count() + len(base.part) < job.nodes:
             return None
         avail = base
         blockers = list(self.blocking(t, end))
@@ -232,6 +268,17 @@ class NodeState(SystemState):
             avail = base.copy()
             for alloc in blockers:
                 avail.subtract(alloc.resources, self.machine.shape)
+        return self._choose(job, t, end, avail)
+
+    def _without(self, window: NodeCores, alloc: Allocation) -> NodeCores:
+        window.subtract(alloc.resources, self.machine.shape)
+        return window
+
+    def _choose(self, job: Job, t: int, end: int, avail: NodeCores) -> NodeCores | None:
+        """The lowest eligible nodes with enough cores in ``avail``, lowest cores on each."""
+        k, c = job.nodes, job.cores_per_node
+        if avail.full.bit_count() + len(avail.part) < k:
+            return None
         eligible = self.machine.eligible(job.queue, c)
         if not self.sharing:
             chosen = lowest(avail.full & eligible, k)
@@ -324,6 +371,15 @@ class AttributeState(SystemState):
 
     def _release(self, base: int, alloc: Allocation) -> int:
         return base + alloc.cores
+
+    def _without(self, window: int, alloc: Allocation) -> int:
+        raise NotImplementedError  # counts need the exact check of _fit, not a subtraction
+
+    def find(self, job: Job) -> int | None:
+        return self._fit_limited(job, self.now, self.free)
+
+    def _choose(self, job: Job, t: int, end: int, window: int) -> int | None:
+        return self._fit(job, t, end, window)
 
     def _fit(self, job: Job, t: int, end: int, base: int) -> int | None:
         need = job.total_cores

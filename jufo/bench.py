@@ -1,0 +1,169 @@
+"""Synthetic raw-LML snapshots of any size, and the benchmark that times ``jufo predict`` on them.
+
+``python -m jufo.bench`` times the whole command (read, simulate, write) against lxml only
+parsing and writing the same file, and prints both, their ratio and peak memory. Each case
+runs in a fresh process several times; the median counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+
+from . import lml
+from .dates import format_date
+
+EPOCH = 1_700_000_000  # 2023-11-14 22:13:20
+FMT = "%m/%d/%y-%H:%M:%S"
+
+
+@dataclass
+class Shape:
+    """What a synthetic snapshot looks like."""
+
+    nodes: int = 3290
+    cores: int = 8
+    jobs: int = 1600
+    running_share: float = 0.1
+    queues: int = 2  # queues over disjoint node sets (avail_classes); the first gets 90 %
+    seed: int = 1
+    node_sharing: str = "no"
+    algorithm: str = "Backfilling"
+    state: str = "NodeState"
+    maxtopdogs: str = "1"
+    topdogs_per_queue: str = "yes"
+
+
+def _size(rng: random.Random, limit: int) -> int:
+    """Job sizes in nodes: mostly small, some large (a power-of-two-heavy, long-tailed mix)."""
+    if rng.random() < 0.5:
+        n = 2 ** rng.randint(0, 6)
+    else:
+        n = int(rng.paretovariate(1.2))
+    return max(1, min(n, limit))
+
+
+def generate(shape: Shape) -> bytes:
+    """A raw LML snapshot: nodes, queues on disjoint node sets, running jobs placed by node
+    list until the machine is busy, waiting jobs with queue dates in the past."""
+    rng = random.Random(shape.seed)
+    objects: list[tuple[str, str, dict[str, str]]] = [
+        ("sys", "system", {"system_time": format_date(EPOCH, FMT)}),
+        ("sched", "scheduler", {
+            "scheduling_algorithm": shape.algorithm, "system_state": shape.state,
+            "node_sharing": shape.node_sharing, "maxtopdogs": shape.maxtopdogs,
+            "topdogs_per_queue": shape.topdogs_per_queue,
+        }),
+    ]
+    names = [f"q{q}" for q in range(shape.queues)]
+    # the first queue gets 90 % of the nodes, the others share the rest
+    bounds = [0, max(1, int(shape.nodes * 0.9)) if shape.queues > 1 else shape.nodes]
+    for q in range(1, shape.queues):
+        bounds.append(bounds[-1] + (shape.nodes - bounds[1]) // (shape.queues - 1))
+    bounds[-1] = shape.nodes
+    node_queue = []
+    for q in range(shape.queues):
+        node_queue += [q] * (bounds[q + 1] - bounds[q])
+    for i in range(shape.nodes):
+        classes = f"({names[node_queue[i]]},{shape.cores})" if shape.queues > 1 else None
+        data = {"ncores": str(shape.cores)}
+        if classes:
+            data["avail_classes"] = classes
+        objects.append((f"n{i:06d}", "node", data))
+    for q, name in enumerate(names):
+        objects.append((name, "queue", {}))
+
+    n_running = int(shape.jobs * shape.running_share)
+    free = {q: list(range(bounds[q], bounds[q + 1])) for q in range(shape.queues)}
+    for j in range(shape.jobs):
+        q = 0 if shape.queues == 1 or rng.random() < 0.9 else rng.randint(1, shape.queues - 1)
+        span = bounds[q + 1] - bounds[q]
+        nodes = _size(rng, max(1, span // 8 if q else span // 4))
+        wall = rng.choice([1800, 3600, 7200, 14400, 43200, 86400])
+        tasks = shape.cores if rng.random() < 0.8 else rng.randint(1, shape.cores)
+        data = {
+            "owner": f"user{rng.randint(1, 200):03d}", "group": "g", "queue": names[q],
+            "queuedate": format_date(EPOCH - rng.randint(60, 3 * 86400), FMT),
+            "wall": str(wall), "nummachines": str(nodes), "taskspernode": str(tasks),
+            "totalcores": str(nodes * tasks),
+        }
+        if j < n_running and len(free[q]) >= nodes:
+            placed, free[q] = free[q][:nodes], free[q][nodes:]
+            data["state"] = "Running"
+            data["dispatchdate"] = format_date(EPOCH - rng.randint(0, wall - 1), FMT)
+            data["nodelist"] = "".join(f"(n{i:06d},{tasks})" for i in placed)
+        else:
+            data["state"] = "Idle"
+        objects.append((f"j{j:06d}", "job", data))
+    return lml.build(objects)
+
+
+CASES: dict[str, Shape] = {
+    "juropa": Shape(),
+    "juropa-conservative": Shape(maxtopdogs="all"),
+    "large": Shape(nodes=160_000, cores=48, jobs=20_000),
+    **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
+}
+
+
+def _time(cmd: list[str]) -> tuple[float, int]:
+    """Wall time of a command and its peak resident memory in KiB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    began = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - began
+    return elapsed, max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+
+
+_BASELINE = "from lxml import etree; import sys; t = etree.parse(sys.argv[1]); open(sys.argv[2], 'wb').write(etree.tostring(t))"
+
+
+def bench(name: str, shape: Shape, repeat: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "in.xml"), os.path.join(tmp, "out.xml")
+        with open(src, "wb") as fh:
+            fh.write(generate(shape))
+        jufo, base, peak = [], [], 0
+        for _ in range(repeat):
+            seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])
+            jufo.append(seconds)
+            peak = max(peak, rss)
+            base.append(_time([sys.executable, "-c", _BASELINE, src, out])[0])
+        j, b = statistics.median(jufo), statistics.median(base)
+        return {"case": name, **asdict(shape), "file_mb": round(os.path.getsize(src) / 2**20, 1),
+                "jufo_s": round(j, 3), "parse_write_s": round(b, 3), "ratio": round(j / b, 1),
+                "peak_mib": round(peak / 1024)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m jufo.bench", description=__doc__)
+    parser.add_argument("cases", nargs="*", default=["juropa"], help=f"cases: {', '.join(CASES)}")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--write", metavar="FILE", help="only write the first case's snapshot to FILE")
+    args = parser.parse_args(argv)
+    if args.write:
+        with open(args.write, "wb") as fh:
+            fh.write(generate(CASES[args.cases[0]]))
+        return
+    for name in args.cases:
+        row = bench(name, CASES[name], args.repeat)
+        if args.json:
+            print(json.dumps(row))
+        else:
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  parse+write {row['parse_write_s']:6.3f} s  "
+                  f"ratio {row['ratio']:6.1f}  peak {row['peak_mib']:6d} MiB  ({row['jobs']} jobs, "
+                  f"{row['nodes']} nodes, {row['file_mb']} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""A straightforward scheduler simulation, to check jufo's optimised one against.
+
+Same rules, none of the speed: resources are explicit ``(node, core)`` sets, every check
+scans every allocation at every instant it needs, every event time gets a full pass over
+the queue, and nothing is cached. Supports the default priority (queue date, then document
+order), node lists of the form ``(k)`` for running jobs, and whole-node reservations
+``(name,n)``, which is what the random snapshots of the tests use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from jufo.job import Job
+from jufo.node import Machine
+
+
+@dataclass(eq=False)
+class Alloc:
+    start: int
+    end: int
+    cores: frozenset  # {(node, core)}
+    queue: str = ""
+    user: str = ""
+    asked: int = 0
+    job: Job | None = None
+
+
+class Reference:
+    def __init__(self, machine: Machine, queues: dict, settings: dict) -> None:
+        self.m = machine
+        self.queues = queues
+        self.algorithm = settings["scheduling_algorithm"]
+        self.attribute = settings["system_state"] == "AttributeState"
+        self.sharing = settings.get("node_sharing", "yes") == "yes"
+        top = settings.get("maxtopdogs", "1")
+        self.maxtopdogs = math.inf if top == "all" else int(top)
+        self.per_queue = settings.get("topdogs_per_queue", "no") == "yes"
+        self.allocs: list[Alloc] = []
+
+    # -- what is used when ------------------------------------------------------------------
+    def overlapping(self, t: int, end: int):
+        end = max(end, t + 1)
+        return [a for a in self.allocs if a.start < end and a.end > t and a.end > a.start]
+
+    def asked(self, job: Job) -> int:
+        return job.total_cores if self.attribute else job.nodes * job.cores_per_node
+
+    def peak(self, allocs, t, end, weight) -> int:
+        end = max(end, t + 1)
+        points = {t} | {a.start for a in allocs if t < a.start < end}
+        return max((sum(weight(a) for a in allocs if a.start <= x < a.end) for x in points), default=0)
+
+    def limits_ok(self, job: Job, t: int) -> bool:
+        q = self.queues.get(job.queue, {})
+        if not q:
+            return True
+        end = t + job.wall
+        mine = [a for a in self.overlapping(t, end) if a.queue == job.queue]
+        if "maxjobs" in q and self.peak(mine, t, end, lambda a: 1) + 1 > int(q["maxjobs"]):
+            return False
+        users = [a for a in mine if a.user == job.owner]
+        if "maxjobsperuser" in q and self.peak(users, t, end, lambda a: 1) + 1 > int(q["maxjobsperuser"]):
+            return False
+        if "starters" in q and self.peak(mine, t, end, lambda a: a.asked) + self.asked(job) > int(q["starters"]):
+            return False
+        return True
+
+    def fit(self, job: Job, t: int):
+        """Resources free at every instant of [t, t+wall), or None."""
+        if not self.limits_ok(job, t):
+            return None
+        end = t + job.wall
+        busy = self.overlapping(t, end)
+        if self.attribute:
+            points = {t} | {a.start for a in busy if a.start > t}
+            for x in points:
+                if sum(len(a.cores) for a in busy if a.start <= x < a.end) + job.total_cores > self.m.total_cores:
+                    return None
+            return job.total_cores
+        used = set().union(*(a.cores for a in busy)) if busy else set()
+        chosen = []
+        for node in self.m.nodes:
+            if len(chosen) == job.nodes:
+                break
+            limit = node.limit(job.queue)
+            if limit < job.cores_per_node:
+                continue
+            free = [c for c in range(node.ncores) if (node.index, c) not in used]
+            if not self.sharing:
+                if len(free) == node.ncores:
+                    chosen.append([(node.index, c) for c in free])
+                continue
+            if len(free) < job.cores_per_node:
+                continue
+            if limit < node.ncores:
+                same = [a for a in busy if a.queue == job.queue]
+                room = limit - self.peak(same, t, end, lambda a: sum(1 for n, _ in a.cores if n == node.index))
+                if room < job.cores_per_node:
+                    continue
+            chosen.append([(node.index, c) for c in free[: job.cores_per_node]])
+        if len(chosen) < job.nodes:
+            return None
+        return frozenset(x for group in chosen for x in group)
+
+    def earliest(self, job: Job, now: int):
+        for t in sorted({now} | {a.end for a in self.allocs if a.end > now}):
+            found = self.fit(job, t)
+            if found is not None:
+                return t, found
+        return None
+
+    def hold(self, job: Job, t: int, resources) -> Alloc:
+        cores = frozenset((-1, i) for i in range(resources)) if self.attribute else resources
+        alloc = Alloc(t, t + job.wall, cores, job.queue, job.owner, self.asked(job), job)
+        if job.wall > 0:
+            self.allocs.append(alloc)
+        return alloc
+
+    # -- the run --------------------------------------------------------------------------------
+    def run(self, running: list[Job], reservations: list[tuple[int, int, frozenset]], waiting: list[Job]) -> dict:
+        """Starts and resources of the waiting jobs: {job id: (start, resources, topdog, backfilled)}."""
+        for job in running:
+            end = max(0, job.started + job.wall)
+            if self.attribute:
+                res = job.total_cores
+            else:
+                node = int(job.nodelist.strip("()")) - 1
+                taken = {c for a in self.overlapping(0, max(end, 1)) if a.job is not None for c in a.cores}
+                ncores = self.m.nodes[node].ncores
+                free = [c for c in range(ncores) if (node, c) not in taken]
+                if not self.sharing:
+                    wanted = range(ncores)  # whole node, less what others hold
+                elif len(free) >= job.cores_per_node:
+                    wanted = free[: job.cores_per_node]
+                else:
+                    wanted = range(job.cores_per_node)  # the lowest cores, less what others hold
+                res = frozenset((node, c) for c in wanted if (node, c) not in taken)
+            if end > 0:
+                alloc = self.hold(job, 0, res)
+                alloc.start, alloc.end = min(job.started, 0), end
+        for start, end, cores in reservations:
+            n = sum(1 for _ in cores)
+            self.allocs.append(Alloc(start, end, frozenset((-2, i) for i in range(n)) if self.attribute else cores))
+        queue = [j for j in waiting]
+        out: dict = {}
+        reserved: dict[Job, Alloc] = {}
+        t = 0
+        while True:
+            present = sorted((j for j in queue if j.queued <= t and j.id not in out), key=lambda j: (j.queued, j.index))
+            self.pass_at(t, present, out, reserved)
+            later = [a.end for a in self.allocs if a.end > t] + [a.start for a in reserved.values() if a.start > t]
+            later += [j.queued for j in queue if j.queued > t]
+            if not later or len(out) == len(queue):
+                return out
+            t = min(later)
+
+    def pass_at(self, t: int, present: list[Job], out: dict, reserved: dict) -> None:
+        passed_over = False
+        for job in present:
+            alloc = reserved.get(job)
+            if alloc is not None:
+                if alloc.start <= t:
+                    del reserved[job]
+                    out[job.id] = (t, alloc.cores if not self.attribute else len(alloc.cores), True, passed_over)
+                else:
+                    passed_over = True
+                continue
+            found = self.fit(job, t)
+            if found is not None:
+                self.hold(job, t, found)
+                out[job.id] = (t, found, False, passed_over)
+                continue
+            if self.algorithm == "FCFS":
+                return
+            passed_over = True
+            if self.algorithm == "Backfilling":
+                group = job.queue if self.per_queue else None
+                held = sum(1 for j in reserved if (j.queue if self.per_queue else None) == group)
+                if held < self.maxtopdogs:
+                    found = self.earliest(job, t)
+                    if found is not None:
+                        reserved[job] = self.hold(job, found[0], found[1])
+                        if job.wall == 0:  # holds nothing, but keeps its slot
+                            reserved[job] = Alloc(found[0], found[0], found[1] if not self.attribute else
+                                                  frozenset((-1, i) for i in range(found[1])), job=job)
