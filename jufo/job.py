@@ -11,7 +11,6 @@ prediction (``BadInput: wall``): there is no sane default for how long it runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from math import ceil
 from typing import Any
 
@@ -47,6 +46,8 @@ class Job:
     resources: Any = None  # NodeCores (NodeState) or core count (AttributeState)
     topdog: bool = False
     backfilled: bool = False
+    order_key: tuple = ()  # static priority key, set when the job is queued
+    shape: tuple = ()  # (request shape, size) for the per-pass failure memo, set when queued
 
     def __repr__(self) -> str:
         return f"Job({self.id})"
@@ -62,11 +63,6 @@ class Job:
     @property
     def waiting(self) -> bool:
         return self.state == WAITING and self.reason is None
-
-    @cached_property
-    def request_key(self) -> tuple:
-        """Jobs with equal keys fit in exactly the same places and times."""
-        return (self.queue, self.owner, self.nodes, self.cores_per_node, self.total_cores, self.wall)
 
 
 @dataclass

@@ -14,13 +14,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from sortedcontainers import SortedKeyList
-
 from .errors import Report
 from .job import Job
 from .reservation import Reservation
-from .sorter import JobSorter
-from .state import Allocation, SystemState
+from .sorter import JobSorter, WaitingQueue
+from .state import Allocation, Failures, SystemState
 from .timeline import Kind, Timeline
 
 
@@ -45,10 +43,7 @@ class Simulation(ABC):
         self.policy = policy
         self.report = report
         self.timeline = Timeline()
-        if sorter.static:
-            self.waiting: Any = SortedKeyList(key=lambda j: sorter.key(j, 0))
-        else:
-            self.waiting = []
+        self.waiting = WaitingQueue(sorter, state.size)
         self.events = 0
 
     # -- template ----------------------------------------------------------------------------
@@ -82,7 +77,7 @@ class Simulation(ABC):
                 if kind is not Kind.ARRIVAL:
                     only_arrivals = False  # resources came back or a reservation begins
             if self.waiting:
-                self.insert_waiting_jobs(now, self.ordered(now), arrivals if only_arrivals else None)
+                self.insert_waiting_jobs(now, arrivals if only_arrivals else None)
         self.explain_unstarted()
 
     def insert_running_jobs(self, running: list[Job], place: Callable[[Job], Any]) -> None:
@@ -117,6 +112,7 @@ class Simulation(ABC):
                 job.reason = f"MaxNumJobs: only the first {limit} waiting jobs are simulated (maxnumjobs)"
             eligible = eligible[:limit]
         for job in eligible:
+            job.shape = (self.state.shape(job), self.state.size(job))
             if job.queued > 0:
                 self.timeline.push(job.queued, Kind.ARRIVAL, job)
             else:
@@ -124,25 +120,34 @@ class Simulation(ABC):
         self.timeline.push(0, Kind.WAKE, None)
 
     def add_waiting(self, job: Job) -> None:
-        if isinstance(self.waiting, list):
-            self.waiting.append(job)
-        else:
-            self.waiting.add(job)
-
-    def ordered(self, now: int) -> list[Job]:
-        """Waiting jobs in priority order at ``now`` (a copy: starting a job changes the queue)."""
-        if isinstance(self.waiting, list):
-            self.waiting.sort(key=lambda j: self.sorter.key(j, now))
-        return list(self.waiting)
+        self.waiting.add(job)
 
     @abstractmethod
-    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
-        """Start (or reserve for) waiting jobs at ``now``; ``ordered`` is the queue by priority.
+    def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
+        """Start (or reserve for) waiting jobs at ``now``, walking the queue in priority order.
 
         ``fresh``: when only jobs arrived since the last pass, the arrivals; every other job
         failed then and fails now too (nothing was released, no reservation began or ended),
         so only these need a look. None: look at every job.
         """
+
+    def candidates(self, now: int, fresh: set[Job] | None, everything: bool) -> list[Job]:
+        """The jobs a pass must look at, in priority order.
+
+        All of them when ``everything`` is asked for or priorities change with time; else
+        (static order, no new reservation possible) only the jobs small enough to start in
+        what is free now, and the arrivals when only jobs arrived. The others would fail.
+        """
+        if not self.waiting.static or everything:
+            return self.waiting.ordered(now)  # the walk itself skips jobs not in ``fresh``
+        if fresh is not None:
+            return sorted(fresh, key=lambda j: self.sorter.key(j, now))
+        return self.waiting.up_to(self.state.size_bound())
+
+    def passed_over(self, job: Job, flag: bool) -> bool:
+        """Whether ``job`` starts ahead of a waiting job of higher priority: with a static
+        order asked of the queue itself (a pass may skip jobs), else the walk's own ``flag``."""
+        return self.waiting.ahead(job) if self.waiting.static else flag
 
     # -- helpers for the policies --------------------------------------------------------------
     def start_job(self, job: Job, now: int, resources: Any, backfilled: bool) -> None:
@@ -178,8 +183,8 @@ class FCFS(Simulation):
 
     name = "FCFS"
 
-    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
-        for job in ordered:
+    def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
+        for job in self.waiting.ordered(now):
             if fresh is not None and job not in fresh:
                 return
             resources = self.state.find(job)
@@ -193,21 +198,20 @@ class ListScheduling(Simulation):
 
     name = "List"
 
-    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
-        passed_over = False
-        failed: set[tuple] = set()
-        for job in ordered:
+    def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
+        flag = False
+        failed = Failures()
+        for job in self.candidates(now, fresh, everything=False):
             if fresh is not None and job not in fresh:
-                passed_over = True
+                flag = True
                 continue
-            if job.request_key in failed:
-                continue
-            resources = self.state.find(job)
+            shape, size = job.shape
+            resources = None if failed.covers(shape, size, job.wall) else self.state.find(job)
             if resources is None:
-                failed.add(job.request_key)
-                passed_over = True
+                failed.add(shape, size, job.wall)
+                flag = True
                 continue
-            self.start_job(job, now, resources, backfilled=passed_over)
+            self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
 
 
 class Backfilling(Simulation):
@@ -226,12 +230,12 @@ class Backfilling(Simulation):
         self.reserved: dict[Job, Allocation] = {}
         self.held: Counter = Counter()
 
-    def insert_waiting_jobs(self, now: int, ordered: list[Job], fresh: set[Job] | None) -> None:
-        passed_over = False
-        failed: set[tuple] = set()
-        for job in ordered:
+    def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
+        flag = False
+        failed = Failures()
+        for job in self.candidates(now, fresh, everything=self._may_change_reservations(now)):
             if fresh is not None and job not in fresh:
-                passed_over = True  # waits: failed before and still fails (see the base class)
+                flag = True  # waits: failed before and still fails (see the base class)
                 continue
             alloc = self.reserved.get(job)
             if alloc is not None:
@@ -239,19 +243,28 @@ class Backfilling(Simulation):
                     self.state.unplan(alloc)
                     del self.reserved[job]
                     self.held[self._group(job)] -= 1
-                    self.start_job(job, now, alloc.resources, backfilled=passed_over)
+                    self.start_job(job, now, alloc.resources, backfilled=self.passed_over(job, flag))
                 else:
-                    passed_over = True
+                    flag = True
                 continue
-            if job.request_key not in failed:
+            shape, size = job.shape
+            if not failed.covers(shape, size, job.wall):
                 resources = self.state.find(job)
                 if resources is not None:
-                    self.start_job(job, now, resources, backfilled=passed_over)
+                    self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
                     continue
-                failed.add(job.request_key)
-            passed_over = True
+                failed.add(shape, size, job.wall)
+            flag = True
             if self.held[self._group(job)] < self.policy.maxtopdogs:
                 self._reserve(job, now)
+
+    def _may_change_reservations(self, now: int) -> bool:
+        """Could this pass start a top dog or make a new one? Then it must see every job."""
+        if any(a.start <= now for a in self.reserved.values()):
+            return True
+        if not self.policy.topdogs_per_queue:
+            return self.held[None] < self.policy.maxtopdogs
+        return any(self.held[q] < self.policy.maxtopdogs for q, n in self.waiting.per_queue.items() if n)
 
     def _group(self, job: Job) -> str | None:
         return job.queue if self.policy.topdogs_per_queue else None

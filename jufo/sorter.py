@@ -15,9 +15,13 @@ from __future__ import annotations
 import ast
 import io
 import math
+from collections import Counter
 from collections.abc import Iterable
+from heapq import merge
+from operator import attrgetter
 
 from asteval import Interpreter
+from sortedcontainers import SortedKeyList, SortedList
 
 from .dates import parse_date
 from .errors import Report
@@ -188,3 +192,79 @@ class JobSorter:
     def order(self, jobs: Iterable[Job], now: int) -> list[Job]:
         """``jobs`` in scheduling order at ``now``."""
         return sorted(jobs, key=lambda j: self.key(j, now))
+
+
+class WaitingQueue:
+    """The waiting jobs in priority order.
+
+    With a static formula the order is kept incrementally (O(log n) per change) and jobs are
+    also indexed by request size, so a pass can visit only the jobs small enough to start
+    (``up_to``). With a time-dependent formula the queue is sorted again at each pass.
+    """
+
+    def __init__(self, sorter: JobSorter, size) -> None:
+        self.sorter = sorter
+        self.size = size  # job → the number a free-resource bound is compared with
+        self.static = sorter.static
+        key = attrgetter("order_key")  # set on add: the static sort key
+        self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
+        self._by_size: dict[int, SortedKeyList] = {}
+        self._sizes: SortedList = SortedList()
+        self._key = key
+        self.per_queue: Counter = Counter()
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def __iter__(self):
+        return iter(self._jobs)
+
+    def add(self, job: Job) -> None:
+        """O(log n)."""
+        self.per_queue[job.queue] += 1
+        if not self.static:
+            self._jobs.append(job)
+            return
+        job.order_key = self.sorter.key(job, 0)
+        self._jobs.add(job)
+        size = self.size(job)
+        bucket = self._by_size.get(size)
+        if bucket is None:
+            bucket = self._by_size[size] = SortedKeyList(key=self._key)
+            self._sizes.add(size)
+        bucket.add(job)
+
+    def remove(self, job: Job) -> None:
+        """O(log n) (O(n) with a time-dependent formula)."""
+        self.per_queue[job.queue] -= 1
+        self._jobs.remove(job)
+        if self.static:
+            size = self.size(job)
+            bucket = self._by_size[size]
+            bucket.remove(job)
+            if not bucket:
+                del self._by_size[size]
+                self._sizes.remove(size)
+
+    def ordered(self, now: int) -> list[Job]:
+        """All waiting jobs in priority order at ``now`` (a copy).  O(n), or O(n log n) re-sorted."""
+        if not self.static:
+            self._jobs.sort(key=lambda j: self.sorter.key(j, now))
+        return list(self._jobs)
+
+    def up_to(self, bound: int) -> list[Job]:
+        """Static order only: the jobs of size ≤ ``bound`` in priority order (a copy).
+        O(m log k) for m such jobs in k sizes."""
+        if not self._sizes or bound >= self._sizes[-1]:
+            return list(self._jobs)
+        buckets = [self._by_size[s] for s in self._sizes.irange(maximum=bound)]
+        if len(buckets) <= 1:
+            return list(buckets[0]) if buckets else []
+        return list(merge(*buckets, key=self._key))
+
+    def ahead(self, job: Job) -> bool:
+        """Static order only: does a job of higher priority wait?  O(log n)."""
+        return self._jobs.bisect_key_left(self._key(job)) > 0

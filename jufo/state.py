@@ -46,6 +46,37 @@ class Allocation:
         return f"Allocation({self.label or self.job}, {self.start}-{self.end})"
 
 
+class Failures:
+    """Requests that did not fit during one pass, to skip jobs that cannot fit either.
+
+    Within a pass the free resources only shrink, and a job needing at least as many nodes
+    (or cores) for at least as long, with the same per-node request and queue (and owner,
+    where a queue limits jobs per user), fits nowhere the failed one did not. Kept per
+    request shape as a Pareto frontier of (size, wall) pairs.
+
+    >>> f = Failures()
+    >>> f.add(("q", 8), 4, 100)
+    >>> f.covers(("q", 8), 4, 100), f.covers(("q", 8), 5, 200), f.covers(("q", 8), 3, 100)
+    (True, True, False)
+    """
+
+    def __init__(self) -> None:
+        self._frontier: dict[tuple, list[tuple[int, int]]] = {}
+
+    def covers(self, shape: tuple, size: int, wall: int) -> bool:
+        """Did a request of this shape, no larger and no longer, fail?  O(frontier)."""
+        for s, w in self._frontier.get(shape, ()):
+            if s <= size and w <= wall:
+                return True
+        return False
+
+    def add(self, shape: tuple, size: int, wall: int) -> None:
+        """Record a failure, dropping the pairs it dominates.  O(frontier)."""
+        kept = [(s, w) for s, w in self._frontier.get(shape, ()) if not (size <= s and wall <= w)]
+        kept.append((size, wall))
+        self._frontier[shape] = kept
+
+
 class SystemState(ABC):
     """Resource manager: which resources are used now and planned later, and where jobs fit."""
 
@@ -98,6 +129,23 @@ class SystemState(ABC):
     @abstractmethod
     def cores_of(self, resources: Any) -> int:
         """Number of cores in ``resources``."""
+
+    def shape(self, job: Job) -> tuple:
+        """What must be equal for ``Failures`` to compare two requests by size and wall."""
+        q = self.queues.get(job.queue)
+        owner = job.owner if q is not None and q.maxjobsperuser is not None else None
+        return (job.queue, owner, self._per_node(job))
+
+    def _per_node(self, job: Job) -> int:
+        return 0
+
+    @abstractmethod
+    def size(self, job: Job) -> int:
+        """A number that must not exceed ``size_bound()`` for ``job`` to fit now."""
+
+    @abstractmethod
+    def size_bound(self) -> int:
+        """The largest ``size`` that could fit in what is free now."""
 
     @abstractmethod
     def request_cores(self, job: Job) -> int:
@@ -251,6 +299,16 @@ class NodeState(SystemState):
 
     def request_cores(self, job: Job) -> int:
         return job.nodes * job.cores_per_node
+
+    def size(self, job: Job) -> int:
+        return job.nodes
+
+    def _per_node(self, job: Job) -> int:
+        return job.cores_per_node
+
+    def size_bound(self) -> int:
+        """Nodes with at least one free core.  O(1) big-int popcount."""
+        return self.free.node_count()
 
     def _base(self) -> NodeCores:
         return self.free.copy()
@@ -410,3 +468,9 @@ class AttributeState(SystemState):
 
     def request_cores(self, job: Job) -> int:
         return job.total_cores
+
+    def size(self, job: Job) -> int:
+        return job.total_cores
+
+    def size_bound(self) -> int:
+        return self.free

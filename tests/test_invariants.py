@@ -180,3 +180,8 @@ def test_same_as_reference(seed):
         got = {j.id: (j.start, j.resources if attribute else cores(j.resources), j.topdog, j.backfilled)
                for j in waiting if j.start is not None}
         assert got == expected, full
+        # AGE orders like the default but is re-evaluated at every event: the other code path
+        forecast, _ = run(raw, {**full, "system_sysprio": "AGE"})
+        again = {j.id: (j.start, j.resources if attribute else cores(j.resources), j.topdog, j.backfilled)
+                 for j in forecast.jobs if not j.running and j.start is not None}
+        assert again == expected, full
