@@ -146,7 +146,7 @@ def place_running(job: Job, state: SystemState, report: Report) -> Any:
                             "claims cores another running job holds; they are counted once")
                 wanted.subtract(taken, shape)
             return wanted
-    found = state._fit(job, 0, 0, state._base())
+    found = state.place_now(job)
     if found is None:
         report.warn(job.label, "nodelist", job.nodelist, "no free cores left for this running job; it holds none")
         return NodeCores()

@@ -62,7 +62,7 @@ class Simulation(ABC):
             if horizon is not None and now > horizon:
                 break
             _, batch = self.timeline.pop_second()
-            self.state.now = now
+            self.state.advance(now)
             self.events += 1
             arrivals: set[Job] = set()
             only_arrivals = True

@@ -24,6 +24,7 @@ from sortedcontainers import SortedKeyList
 
 from .job import Job
 from .node import Machine
+from .availability import Counts, Profile
 from .queue import Queue, QueueLimits, peak
 from .ranges import NodeCores, bits_of, lowest
 
@@ -97,26 +98,8 @@ class SystemState(ABC):
         """Why ``job`` can never run even on the empty system, or None."""
 
     @abstractmethod
-    def _base(self) -> Any:
-        """A private copy of the resources free now (planned allocations not subtracted)."""
-
-    @abstractmethod
-    def _release(self, base: Any, alloc: Allocation) -> Any:
-        """``base`` plus the resources of ``alloc``; may change ``base`` in place."""
-
-    @abstractmethod
-    def _fit(self, job: Job, t: int, end: int, base: Any) -> Any | None:
-        """Resources for ``job`` free in ``base`` and untouched by planned allocations during
-        ``[t, end)``, or None."""
-
-    @abstractmethod
-    def _without(self, window: Any, alloc: Allocation) -> Any:
-        """``window`` less the resources of planned ``alloc`` (may change ``window``)."""
-
-    @abstractmethod
     def _choose(self, job: Job, t: int, end: int, window: Any) -> Any | None:
-        """Resources for ``job`` inside ``window``, which is already free of every planned
-        allocation overlapping ``[t, end)``, or None."""
+        """Resources for ``job`` inside ``window``, which is free throughout ``[t, end)``, or None."""
 
     @abstractmethod
     def _take(self, resources: Any) -> None:
@@ -152,81 +135,28 @@ class SystemState(ABC):
         """Cores ``job`` asks for: what queue limits count, also when it holds whole nodes."""
 
     # -- queries -----------------------------------------------------------------------------
+    @abstractmethod
     def find(self, job: Job) -> Any | None:
-        """Resources where ``job`` can start now and run its whole wall, or None.
+        """Resources where ``job`` can start now and run its whole wall, or None."""
 
-        The planned allocations that block ``[now, now+wall)`` are those starting before its
-        end: a prefix of ``planned``. The free set minus that prefix is computed once per
-        prefix and state version, and shared by every job of a pass.
-        """
-        now, end = self.now, self.now + job.wall
-        if self.limits.queues and self.limits.exceeded(job.queue, job.owner, self.request_cores(job), now, end):
-            return None
-        prefix = self.planned.bisect_key_left((max(end, now + 1), -1))
-        key = (self.version, prefix)
-        window = self._windows.get(key)
-        if window is None:
-            if len(self._windows) > 64:
-                self._windows.clear()
-            window = self._windows[key] = self._window(prefix)
-        return self._choose(job, now, end, window)
-
-    def _window(self, prefix: int) -> Any:
-        """Resources free now and untouched by the first ``prefix`` planned allocations."""
-        window = self._base()
-        for alloc in self.planned.islice(0, prefix):
-            if alloc.end > self.now and alloc.end > alloc.start:
-                window = self._without(window, alloc)
-        return window
-
+    @abstractmethod
     def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, Any] | None:
-        """Earliest ``(t, resources)`` with ``t >= now`` where ``job`` fits for its whole wall.
+        """Earliest ``(t, resources)`` with ``t >= now`` where ``job`` fits for its whole wall,
+        or None if it never does (or not before ``horizon``). The earliest such ``t`` is now
+        or a time where resources come back, so only those are tried."""
 
-        Candidates are now and every later release time, ascending. O(candidates × fit).
-        None if it never fits (or not before ``horizon``).
-        """
-        base = self._base()
-        now = self.now
-        # (time, allocation or None): running jobs give resources back; a reservation's end
-        # only stops blocking, which the fit test sees by itself
-        releases = merge(
-            ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(now + 1, -1))),
-            ((end, -1, None) for end in sorted({a.end for a in self.planned if a.end > now})),
-        )
-        t = now
-        pending: tuple[int, int, Allocation | None] | None = next(releases, None)
-        while True:
-            while pending is not None and pending[0] <= t:
-                if pending[2] is not None:
-                    base = self._release(base, pending[2])
-                pending = next(releases, None)
-            found = self._fit_limited(job, t, base)
-            if found is not None:
-                return t, found
-            if pending is None:
-                return None
-            t = pending[0]
-            if horizon is not None and t > horizon:
-                return None
-
-    def _fit_limited(self, job: Job, t: int, base: Any) -> Any | None:
-        end = t + job.wall
-        if self.limits.queues and self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, end):
-            return None
-        return self._fit(job, t, end, base)
-
-    def blocking(self, t: int, end: int):
-        """Planned allocations that overlap ``[t, end)`` (zero-length windows: the instant t)."""
-        end = max(end, t + 1)
-        for alloc in self.planned.irange_key(max_key=(end - 1, float("inf"))):
-            if alloc.end > t and alloc.end > alloc.start:
-                yield alloc
+    def _limited(self, job: Job, t: int) -> bool:
+        return bool(self.limits.queues) and self.queue_limit(job, t) is not None
 
     def queue_limit(self, job: Job, t: int) -> str | None:
         """The queue limit that keeps ``job`` from starting at ``t`` on any resources, or None."""
         return self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall)
 
     # -- changes -----------------------------------------------------------------------------
+    def advance(self, now: int) -> None:
+        """Move the clock to ``now``."""
+        self.now = now
+
     def _number(self, alloc: Allocation) -> None:
         self._seq += 1
         alloc.seq = self._seq
@@ -240,7 +170,7 @@ class SystemState(ABC):
         self.limits.add(alloc)
 
     def finish(self, alloc: Allocation) -> None:
-        """A running allocation ends: its resources are free again."""
+        """A running allocation ends (at its end, or earlier): its resources are free again."""
         self.running.remove(alloc)
         self._give(alloc.resources)
         self.limits.discard(alloc)
@@ -259,6 +189,28 @@ class SystemState(ABC):
         self.version += 1
 
 
+class NodeAlgebra:
+    """Node/core sets of one machine in a profile. Reserved sets of one instant never
+    overlap, so adding is a union and subtracting undoes it exactly."""
+
+    def __init__(self, shape: list[int]) -> None:
+        self.shape = shape
+
+    def copy(self, a: NodeCores) -> NodeCores:
+        return a.copy()
+
+    def add(self, a: NodeCores, b: NodeCores) -> NodeCores:
+        a.update(b, self.shape)
+        return a
+
+    def subtract(self, a: NodeCores, b: NodeCores) -> NodeCores:
+        a.subtract(b, self.shape)
+        return a
+
+    def union(self, a: NodeCores, b: NodeCores) -> NodeCores:
+        return a.union(b, self.shape)
+
+
 class NodeState(SystemState):
     """Knows which nodes and cores each job holds.
 
@@ -268,9 +220,11 @@ class NodeState(SystemState):
     """
 
     def __init__(self, machine: Machine, queues: dict[str, Queue], sharing: bool = True) -> None:
-        super().__init__(machine, queues)
         self.sharing = sharing
+        super().__init__(machine, queues)
         self.free = NodeCores(machine.all_nodes)
+        self.algebra = NodeAlgebra(machine.shape)
+        self.reserved = Profile(0, NodeCores(), self.algebra)  # resources planned allocations hold
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
 
@@ -310,27 +264,67 @@ class NodeState(SystemState):
         """Nodes with at least one free core.  O(1) big-int popcount."""
         return self.free.node_count()
 
-    def _base(self) -> NodeCores:
-        return self.free.copy()
+    def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, NodeCores] | None:
+        """Sweep now and the later release times (running and planned ends), ascending.
 
-    def _release(self, base: NodeCores, alloc: Allocation) -> NodeCores:
-        base.update(alloc.resources, self.machine.shape)
-        return base
+        Free throughout ``[t, t+wall)`` = free now, plus what running jobs have released by
+        ``t`` (they never take anything back), less the union of the reservations in the
+        window, from a sliding window over the reserved-resources profile. O(releases)
+        set operations in all.
+        """
+        now, wall = self.now, job.wall
+        shape = self.machine.shape
+        base = self.free.copy()
+        reserved = self.reserved.window(self.algebra.union)
+        ends = merge(
+            ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(now + 1, -1))),
+            ((end, -1, None) for end in sorted({a.end for a in self.planned if a.end > now})),
+        )
+        t = now
+        pending = next(ends, None)
+        while True:
+            while pending is not None and pending[0] <= t:
+                if pending[2] is not None:  # a running job's resources come back
+                    base.update(pending[2].resources, shape)
+                pending = next(ends, None)
+            if base.node_count() >= job.nodes and not self._limited(job, t):
+                blocked = reserved.over(t, t + wall)
+                found = self._choose(job, t, t + wall, base.difference(blocked, shape) if blocked else base)
+                if found is not None:
+                    return t, found
+            if pending is None:
+                return None
+            t = pending[0]
+            if horizon is not None and t > horizon:
+                return None
 
-    def _fit(self, job: Job, t: int, end: int, base: NodeCores) -> NodeCores | None:
-        if base.full.bit_count() + len(base.part) < job.nodes:
+    def find(self, job: Job) -> NodeCores | None:
+        """Resources where ``job`` can start now and run its whole wall, or None.
+
+        Running jobs only ever release, so what is free throughout ``[now, now+wall)`` is what
+        is free now less the planned allocations that start before the window ends: a prefix
+        of ``planned``. That set is computed once per prefix and state version and shared by
+        every job of a pass: O(1) set operations per job instead of a profile scan.
+        """
+        now, end = self.now, self.now + job.wall
+        if self._limited(job, now):
             return None
-        avail = base
-        blockers = list(self.blocking(t, end))
-        if blockers:
-            avail = base.copy()
-            for alloc in blockers:
-                avail.subtract(alloc.resources, self.machine.shape)
-        return self._choose(job, t, end, avail)
+        prefix = self.planned.bisect_key_left((max(end, now + 1), -1))
+        key = (self.version, prefix)
+        window = self._windows.get(key)
+        if window is None:
+            if len(self._windows) > 64:
+                self._windows.clear()
+            window = self.free.copy()
+            for alloc in self.planned.islice(0, prefix):
+                if alloc.end > now and alloc.end > alloc.start:  # zero-length ones hold nothing
+                    window.subtract(alloc.resources, self.machine.shape)
+            self._windows[key] = window
+        return self._choose(job, now, end, window)
 
-    def _without(self, window: NodeCores, alloc: Allocation) -> NodeCores:
-        window.subtract(alloc.resources, self.machine.shape)
-        return window
+    def place_now(self, job: Job) -> NodeCores | None:
+        """Where a running job without a node list runs: the lowest free cores now."""
+        return self._choose(job, self.now, self.now, self.free)
 
     def _choose(self, job: Job, t: int, end: int, avail: NodeCores) -> NodeCores | None:
         """The lowest eligible nodes with enough cores in ``avail``, lowest cores on each."""
@@ -396,10 +390,16 @@ class NodeState(SystemState):
     def plan(self, alloc: Allocation) -> None:
         super().plan(alloc)
         self._track(alloc, True)
+        self.reserved.add(alloc.start, alloc.end, alloc.resources)
 
     def unplan(self, alloc: Allocation) -> None:
         super().unplan(alloc)
         self._track(alloc, False)
+        self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
+
+    def advance(self, now: int) -> None:
+        super().advance(now)
+        self.reserved.advance(now)
 
     def used_now(self, resources: NodeCores) -> NodeCores:
         """The part of ``resources`` that is not free now (for overlapping running jobs)."""
@@ -413,6 +413,42 @@ class AttributeState(SystemState):
         super().__init__(machine, queues)
         self.capacity = machine.total_cores
         self.free = self.capacity
+        self.profile = Profile(0, self.capacity, Counts())  # free cores over time
+
+    def find(self, job: Job) -> int | None:
+        if self._limited(job, self.now):
+            return None
+        _, free = next(self.profile.windows(self.now, job.wall, min))
+        return self._choose(job, self.now, self.now + job.wall, free)
+
+    def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, int] | None:
+        """One scan of the free-cores profile with a sliding minimum: O(segments)."""
+        for t, free in self.profile.windows(self.now, job.wall, min):
+            if horizon is not None and t > horizon:
+                return None
+            if job.total_cores <= free and not self._limited(job, t):
+                return t, job.total_cores
+        return None
+
+    def advance(self, now: int) -> None:
+        super().advance(now)
+        self.profile.advance(now)
+
+    def start(self, alloc: Allocation) -> None:
+        super().start(alloc)
+        self.profile.subtract(self.now, alloc.end, alloc.resources)
+
+    def finish(self, alloc: Allocation) -> None:
+        super().finish(alloc)
+        self.profile.add(self.now, alloc.end, alloc.resources)
+
+    def plan(self, alloc: Allocation) -> None:
+        super().plan(alloc)
+        self.profile.subtract(alloc.start, alloc.end, alloc.resources)
+
+    def unplan(self, alloc: Allocation) -> None:
+        super().unplan(alloc)
+        self.profile.add(max(alloc.start, self.now), alloc.end, alloc.resources)
 
     def exceeds(self, job: Job) -> str | None:
         if job.total_cores > self.capacity:
@@ -424,38 +460,8 @@ class AttributeState(SystemState):
             return f"ExceedsSystem: asks {job.total_cores} cores, queue {job.queue} may use {q.starters}"
         return None
 
-    def _base(self) -> int:
-        return self.free
-
-    def _release(self, base: int, alloc: Allocation) -> int:
-        return base + alloc.cores
-
-    def _without(self, window: int, alloc: Allocation) -> int:
-        raise NotImplementedError  # counts need the exact check of _fit, not a subtraction
-
-    def find(self, job: Job) -> int | None:
-        return self._fit_limited(job, self.now, self.free)
-
     def _choose(self, job: Job, t: int, end: int, window: int) -> int | None:
-        return self._fit(job, t, end, window)
-
-    def _fit(self, job: Job, t: int, end: int, base: int) -> int | None:
-        need = job.total_cores
-        if base < need:
-            return None
-        blockers = list(self.blocking(t, end))
-        if blockers:
-            # free at instant x >= t: base, minus planned active at x, plus running ended by x
-            ends = [a for a in self.running if t < a.end < end]
-            if peak(blockers, t, max(end, t + 1), lambda a: a.cores) > base - need:
-                # exact check at every instant where a planned allocation starts
-                points = sorted({t} | {a.start for a in blockers if a.start > t})
-                for x in points:
-                    free = base + sum(a.cores for a in ends if a.end <= x)
-                    free -= sum(a.cores for a in blockers if a.start <= x < a.end)
-                    if free < need:
-                        return None
-        return need
+        return job.total_cores if job.total_cores <= window else None
 
     def _take(self, resources: int) -> None:
         self.free -= resources

@@ -1,0 +1,159 @@
+"""Step functions of resources over time, and sliding-window combinations of them.
+
+A ``Profile`` holds one resource value per segment ``[times[i], times[i+1])`` (the last
+segment lasts forever). AttributeState keeps the free core count in one (every allocation
+subtracts over its interval); NodeState keeps the resources *reserved* by planned
+allocations (running jobs only ever release, so they need no profile there).
+
+A job asks "what is free throughout ``[t, t+w)``" for a rising sequence of ``t``: the
+combination (minimum of free counts, union of reserved sets) of the segments overlapping the
+window. ``Window`` answers such queries with a queue built from two stacks of partial
+combinations: amortised O(1) combinations per segment over a whole scan, instead of
+O(segments in the window) per query.
+
+The profile does not know what a resource value is: an ``Algebra`` gives it copy, add and
+subtract; the caller gives the combining function.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+
+class Algebra(Protocol):
+    """Operations on one kind of resource value."""
+
+    def copy(self, a: Any) -> Any: ...
+    def add(self, a: Any, b: Any) -> Any: ...  # may change and return a
+    def subtract(self, a: Any, b: Any) -> Any: ...  # may change and return a
+
+
+class Counts:
+    """Core counts: add and subtract are arithmetic."""
+
+    def copy(self, a: int) -> int:
+        return a
+
+    def add(self, a: int, b: int) -> int:
+        return a + b
+
+    def subtract(self, a: int, b: int) -> int:
+        return a - b
+
+
+class Profile:
+    """A resource value as a step function of time, from the simulated now on.
+
+    >>> p = Profile(0, 5, Counts())
+    >>> p.subtract(0, 4, 2); p.subtract(0, 9, 1); p.subtract(4, 6, 3)
+    >>> p.segments()
+    [(0, 2), (4, 1), (6, 4), (9, 5)]
+    >>> [(t, free) for t, free in p.windows(0, 3, min)]
+    [(0, 2), (4, 1), (6, 4), (9, 5)]
+    >>> p.advance(5); p.segments()
+    [(5, 1), (6, 4), (9, 5)]
+    """
+
+    def __init__(self, now: int, initial: Any, algebra: Algebra) -> None:
+        self.algebra = algebra
+        self.times: list[int] = [now]
+        self.values: list[Any] = [initial]
+
+    def segments(self) -> list[tuple[int, Any]]:
+        """``(start, value)`` of every segment.  O(segments)."""
+        return list(zip(self.times, self.values))
+
+    def _split(self, t: int) -> int:
+        """Index of the segment starting at ``t``, splitting the one that holds it.  O(segments)."""
+        i = bisect_right(self.times, t) - 1
+        if self.times[i] == t:
+            return i
+        self.times.insert(i + 1, t)
+        self.values.insert(i + 1, self.algebra.copy(self.values[i]))
+        return i + 1
+
+    def add(self, start: int, end: int, amount: Any) -> None:
+        """Add ``amount`` during ``[start, end)``.  O(segments in it) operations."""
+        self._change(start, end, amount, self.algebra.add)
+
+    def subtract(self, start: int, end: int, amount: Any) -> None:
+        """Subtract ``amount`` during ``[start, end)``.  O(segments in it) operations."""
+        self._change(start, end, amount, self.algebra.subtract)
+
+    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any]) -> None:
+        start = max(start, self.times[0])
+        if end <= start:
+            return
+        first, last = self._split(start), self._split(end)
+        for i in range(first, last):
+            self.values[i] = op(self.values[i], amount)
+
+    def advance(self, now: int) -> None:
+        """Forget the time before ``now``.  O(segments dropped)."""
+        i = bisect_right(self.times, now) - 1
+        if i > 0:
+            del self.times[:i]
+            del self.values[:i]
+        if now > self.times[0]:
+            self.times[0] = now
+
+    def window(self, combine: Callable[[Any, Any], Any]) -> Window:
+        """A sliding window over this profile (valid until the profile changes)."""
+        return Window(self.times, self.values, combine)
+
+    def windows(self, start: int, duration: int, combine: Callable[[Any, Any], Any]) -> Iterator[tuple[int, Any]]:
+        """``(t, combination over [t, t+duration))`` for ``t = start`` and every later
+        segment start, ascending.  Amortised O(1) combinations per segment."""
+        window = self.window(combine)
+        t = max(start, self.times[0])
+        i = bisect_right(self.times, t)
+        while True:
+            yield t, window.over(t, t + duration)
+            if i >= len(self.times):
+                return
+            t = self.times[i]
+            i += 1
+
+
+class Window:
+    """Combination of the segments overlapping ``[t, end)``, for rising ``t`` and ``end``.
+
+    A zero-length window is the instant ``t``. Queries must not move backwards.
+    """
+
+    def __init__(self, times: list[int], values: list[Any], combine: Callable[[Any, Any], Any]) -> None:
+        self.times, self.values, self.combine = times, values, combine
+        self.first = 0  # oldest segment in the window
+        self.next = 0  # first segment not yet in the window
+        self.front: list[Any] = []  # combinations of the oldest segments; top = oldest alone onward
+        self.back: list[Any] = []  # the newest segments, in order
+        self.back_total: Any = None
+
+    def over(self, t: int, end: int) -> Any:
+        times, values, combine = self.times, self.values, self.combine
+        end = max(end, t + 1)
+        while self.next < len(times) and times[self.next] < end:
+            value = values[self.next]
+            self.back.append(value)
+            self.back_total = value if self.back_total is None else combine(self.back_total, value)
+            self.next += 1
+        # drop segments that end at or before t
+        while self.first + 1 < len(times) and times[self.first + 1] <= t and self.first + 1 < self.next:
+            if not self.front:
+                self._refill()
+            self.front.pop()
+            self.first += 1
+        if not self.front:
+            self._refill()
+        if self.back_total is None:
+            return self.front[-1]
+        return combine(self.front[-1], self.back_total)
+
+    def _refill(self) -> None:
+        total = None
+        for value in reversed(self.back):
+            total = value if total is None else self.combine(value, total)
+            self.front.append(total)
+        self.back, self.back_total = [], None

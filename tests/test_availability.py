@@ -1,0 +1,67 @@
+"""The availability profile and its sliding window, against brute force."""
+
+import random
+
+import pytest
+
+from jufo.availability import Counts, Profile
+from jufo.ranges import NodeCores
+from jufo.state import NodeAlgebra
+
+
+def brute(profile: Profile, t: int, end: int, combine):
+    end = max(end, t + 1)
+    times = profile.times + [10**12]
+    values = [v for i, v in enumerate(profile.values) if times[i] < end and times[i + 1] > t]
+    out = values[0]
+    for v in values[1:]:
+        out = combine(out, v)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_sliding_minimum_of_counts(seed):
+    rng = random.Random(seed)
+    profile = Profile(0, 100, Counts())
+    for _ in range(rng.randint(0, 12)):
+        start = rng.randint(0, 50)
+        profile.subtract(start, start + rng.randint(1, 30), rng.randint(1, 9))
+    profile.advance(rng.randint(0, 10))
+    duration = rng.randint(0, 25)
+    window = profile.window(min)
+    t = profile.times[0]
+    for _ in range(20):
+        t += rng.randint(0, 6)
+        assert window.over(t, t + duration) == brute(profile, t, t + duration, min)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_sliding_union_of_reserved_sets(seed):
+    rng = random.Random(seed)
+    shape = [0b1111] * 6
+    algebra = NodeAlgebra(shape)
+    profile = Profile(0, NodeCores(), algebra)
+    used: list[tuple[int, int, NodeCores]] = []
+    for _ in range(rng.randint(0, 8)):
+        start = rng.randint(0, 40)
+        end = start + rng.randint(1, 20)
+        node = rng.randrange(6)
+        mask = rng.randint(1, 15)
+        res = NodeCores.from_pairs([(node, mask)], shape)
+        # reservations never overlap at one instant: keep only disjoint ones
+        if all(e <= start or s >= end or res.isdisjoint(r, shape) for s, e, r in used):
+            used.append((start, end, res))
+            profile.add(start, end, res)
+    if used and rng.random() < 0.5:  # and removing one undoes it exactly
+        s, e, r = used.pop(rng.randrange(len(used)))
+        profile.subtract(s, e, r)
+    duration = rng.randint(0, 15)
+    window = profile.window(algebra.union)
+    t = 0
+    for _ in range(15):
+        t += rng.randint(0, 5)
+        want = NodeCores()
+        for s, e, r in used:
+            if s < max(t + duration, t + 1) and e > t:
+                want.update(r, shape)
+        assert window.over(t, t + duration) == want
