@@ -162,7 +162,7 @@ class Simulation(ABC):
         zero-length job, a running job past its end) holds nothing: its release would free
         cores another job may hold by then."""
         if alloc.end > self.state.now:
-            self.state.start(alloc)
+            self.state.insert(alloc)
             self.timeline.push(alloc.end, Kind.END, alloc)
 
     def explain_unstarted(self) -> None:
@@ -187,7 +187,7 @@ class FCFS(Simulation):
         for job in self.waiting.ordered(now):
             if fresh is not None and job not in fresh:
                 return
-            resources = self.state.find(job)
+            resources = self.state.is_insertable(job)
             if resources is None:
                 return
             self.start_job(job, now, resources, backfilled=False)
@@ -206,7 +206,7 @@ class ListScheduling(Simulation):
                 flag = True
                 continue
             shape, size = job.shape
-            resources = None if failed.covers(shape, size, job.wall) else self.state.find(job)
+            resources = None if failed.covers(shape, size, job.wall) else self.state.is_insertable(job)
             if resources is None:
                 failed.add(shape, size, job.wall)
                 flag = True
@@ -249,7 +249,7 @@ class Backfilling(Simulation):
                 continue
             shape, size = job.shape
             if not failed.covers(shape, size, job.wall):
-                resources = self.state.find(job)
+                resources = self.state.is_insertable(job)
                 if resources is not None:
                     self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
                     continue

@@ -136,7 +136,7 @@ class SystemState(ABC):
 
     # -- queries -----------------------------------------------------------------------------
     @abstractmethod
-    def find(self, job: Job) -> Any | None:
+    def is_insertable(self, job: Job) -> Any | None:
         """Resources where ``job`` can start now and run its whole wall, or None."""
 
     @abstractmethod
@@ -162,7 +162,7 @@ class SystemState(ABC):
         alloc.seq = self._seq
         self.version += 1
 
-    def start(self, alloc: Allocation) -> None:
+    def insert(self, alloc: Allocation) -> None:
         """Mark ``alloc`` running from now: its resources are used until ``alloc.end``."""
         self._number(alloc)
         self._take(alloc.resources)
@@ -298,7 +298,7 @@ class NodeState(SystemState):
             if horizon is not None and t > horizon:
                 return None
 
-    def find(self, job: Job) -> NodeCores | None:
+    def is_insertable(self, job: Job) -> NodeCores | None:
         """Resources where ``job`` can start now and run its whole wall, or None.
 
         Running jobs only ever release, so what is free throughout ``[now, now+wall)`` is what
@@ -379,8 +379,8 @@ class NodeState(SystemState):
                 group = self.on_restricted.setdefault((alloc.queue, n), set())
                 group.add(alloc) if add else group.discard(alloc)
 
-    def start(self, alloc: Allocation) -> None:
-        super().start(alloc)
+    def insert(self, alloc: Allocation) -> None:
+        super().insert(alloc)
         self._track(alloc, True)
 
     def finish(self, alloc: Allocation) -> None:
@@ -415,7 +415,7 @@ class AttributeState(SystemState):
         self.free = self.capacity
         self.profile = Profile(0, self.capacity, Counts())  # free cores over time
 
-    def find(self, job: Job) -> int | None:
+    def is_insertable(self, job: Job) -> int | None:
         if self._limited(job, self.now):
             return None
         _, free = next(self.profile.windows(self.now, job.wall, min))
@@ -434,8 +434,8 @@ class AttributeState(SystemState):
         super().advance(now)
         self.profile.advance(now)
 
-    def start(self, alloc: Allocation) -> None:
-        super().start(alloc)
+    def insert(self, alloc: Allocation) -> None:
+        super().insert(alloc)
         self.profile.subtract(self.now, alloc.end, alloc.resources)
 
     def finish(self, alloc: Allocation) -> None:
