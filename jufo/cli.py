@@ -7,6 +7,7 @@ Exit status: 0 done; 2 bad input or usage (one message naming object, key and va
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import time
@@ -152,6 +153,116 @@ def validate(input_path: str) -> None:
         click.echo(f"{input_path}: {len(problems)} problem(s)", err=True)
         sys.exit(EXIT_BAD_INPUT)
     click.echo(f"{input_path}: valid ({len(doc.objects)} objects, {len(doc.of_type('job'))} jobs)")
+
+
+def _settings_option(f):
+    return click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="A scheduler key for the snapshot (repeatable).")(f)
+
+
+@main.command()
+@click.argument("trace_path", metavar="TRACE")
+@click.option("-o", "--output", default="-", show_default=True, help="Output LML file ('-': standard output).")
+@click.option("--at", "at", type=int, default=None, help="Snapshot time, seconds after the trace starts (default: first submit).")
+@click.option("--future", is_flag=True, help="Add every later job with its future queue date.")
+@click.option("--exact", is_flag=True, help="wall = the real run time.")
+@click.option("--actual", is_flag=True, help="Add actualruntime = the real run time.")
+@click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: MaxProcs / cores).")
+@click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
+@_settings_option
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the counts.")
+@guarded
+def swf2lml(trace_path: str, output: str, at: int | None, future: bool, exact: bool, actual: bool,
+            nodes: int | None, cores: int, overrides: tuple[str, ...], quiet: bool) -> None:
+    """Convert a Standard Workload Format trace (.swf, .swf.gz) into a raw LML snapshot."""
+    from . import swf
+
+    trace = swf.read(trace_path)
+    conv = swf.Conversion(at, future, exact, actual, nodes, cores, parse_overrides(overrides))
+    data, counts = swf.snapshot(trace, conv)
+    lml.write_atomic(output, data)
+    if not quiet:
+        click.echo(_conversion_summary(counts), err=True)
+
+
+def _conversion_summary(counts: dict[str, int]) -> str:
+    taken = counts["running"] + counts["waiting"] + counts["future"]
+    return (f"jufo: {taken} jobs ({counts['running']} running, {counts['waiting']} waiting, "
+            f"{counts['future']} future); skipped {counts['unknown']} with unknown run time or size, "
+            f"{counts['too_big']} larger than the machine")
+
+
+@main.command()
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: MaxProcs / cores).")
+@click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
+@click.option("--exact", is_flag=True, help="Plan with the real run times instead of the requested ones.")
+@_settings_option
+@click.option("-o", "--output", default=None, help="Also write the predicted LML here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print warnings and counts.")
+@guarded
+def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, overrides: tuple[str, ...],
+           output: str | None, as_json: bool, quiet: bool) -> None:
+    """Simulate a whole SWF trace from its first submit (real run times, future queue dates)
+    and print the schedule's statistics: the one-command trace simulator.
+
+    Processors are counted (system_state=AttributeState) unless --set says otherwise.
+    """
+    from . import evaluation, swf
+
+    began = time.perf_counter()
+    settings = {"system_state": "AttributeState", **parse_overrides(overrides)}
+    trace = swf.read(trace_path)
+    data, counts = swf.snapshot(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
+    doc = lml.parse(data, trace_path)
+    forecast = run_prediction(doc, Report(quiet=quiet))
+    assert forecast is not None
+    if output:
+        lml.add_results(doc, results(forecast))
+        lml.write_atomic(output, lml.serialize(doc))
+    stats = evaluation.schedule_stats(evaluation.records_of_forecast(forecast), forecast.snapshot.machine.total_cores)
+    unstarted = sum(1 for j in forecast.jobs if j.start is None and not j.running)
+    if as_json:
+        click.echo(json.dumps({"trace": trace_path, **counts, "not_started": unstarted, **stats,
+                               "seconds": round(time.perf_counter() - began, 3)}, sort_keys=True))
+        return
+    if not quiet:
+        click.echo(_conversion_summary(counts), err=True)
+    cfg = forecast.config
+    title = (f"{Path(trace_path).name}: {cfg.algorithm} (maxtopdogs={cfg.settings['maxtopdogs']}), "
+             f"{cfg.state}, {forecast.snapshot.machine.total_cores} cores")
+    click.echo(evaluation.table([(title, stats)]))
+    if unstarted:
+        click.echo(f"  {'jobs without a start':<34} {unstarted}")
+
+
+@main.command()
+@click.argument("predicted_path", metavar="PREDICTED")
+@click.option("--actual", "actual_path", required=True, metavar="ACTUAL",
+              help="What really happened: an SWF trace, or an LML file with real start dates.")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@guarded
+def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
+    """Compare predicted starts with actual ones: error statistics and schedule measures."""
+    from . import evaluation, swf
+
+    doc = lml.read(predicted_path)
+    predicted = evaluation.records_of_document(doc, predicted=True)
+    if actual_path.endswith((".swf", ".swf.gz")):
+        actual = evaluation.records_of_trace(swf.read(actual_path))
+    else:
+        actual = evaluation.records_of_document(lml.read(actual_path), predicted=False)
+    if not predicted:
+        raise InputError(predicted_path, "jufo_starttime", None, "no job has a predicted start: run jufo predict first")
+    capacity = sum(int(float(o.data.get("ncores", "0") or 0)) for o in doc.of_type("node"))
+    errors = evaluation.prediction_errors(predicted, actual)
+    schedule = evaluation.schedule_stats(list(predicted.values()), capacity)
+    if as_json:
+        click.echo(json.dumps({"errors": errors, "schedule": schedule}, sort_keys=True))
+        return
+    click.echo(evaluation.table([("prediction error (actual - predicted start)", errors),
+                                 ("predicted schedule", schedule)]))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,8 @@ Documented defaults (each with a warning): missing ``queuedate`` → time zero; 
 without cores per node → 1 core per node; ``totalcores`` without nodes → as few nodes as hold
 it (the largest node's core count each). A waiting job without a usable ``wall`` gets no
 prediction (``BadInput: wall``): there is no sane default for how long it runs.
+``actualruntime`` (replays) makes the job end that long after its start, at most at its wall,
+while the scheduler keeps planning with ``wall``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Job:
     queue: str = ""
     queued: int = 0  # queue date, seconds from time zero
     wall: int = 0
+    actual: int | None = None  # real run time (``actualruntime``), for replays; at most ``wall``
     nodes: int = 1
     cores_per_node: int = 1
     total_cores: int = 1
@@ -59,6 +62,11 @@ class Job:
     @property
     def running(self) -> bool:
         return self.state == RUNNING
+
+    @property
+    def runtime(self) -> int:
+        """How long the job runs in the simulation: its real run time if known, else its wall."""
+        return self.wall if self.actual is None else self.actual
 
     @property
     def waiting(self) -> bool:
@@ -100,7 +108,18 @@ class JobReader:
                 self._bad(job, obj, "wall", "needs the requested run time in seconds")
         else:
             job.wall = wall
+        self._actual(job, obj)
         return job
+
+    def _actual(self, job: Job, obj: LmlObject) -> None:
+        """``actualruntime``: the job really ends then; a scheduler kills it at its wall."""
+        raw = obj.data.get("actualruntime")
+        if raw is None or raw.strip() == "" or job.reason:
+            return
+        try:
+            job.actual = min(parse_seconds(raw), job.wall)
+        except ValueError:
+            self.report.warn(obj.label, "actualruntime", raw, "not a number of seconds; the job runs its wall")
 
     def _bad(self, job: Job, obj: LmlObject, key: str, why: str) -> None:
         value = obj.data.get(key)

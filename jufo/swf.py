@@ -1,0 +1,180 @@
+"""Standard Workload Format traces: reading them, and turning them into raw LML snapshots.
+
+One job per line, 18 whitespace-separated fields (-1 = unknown); header lines start with ``;``
+and carry ``MaxProcs``, ``MaxNodes``, ``UnixStartTime``. A job's size is its requested processor
+count (field 8), what a scheduler sees; the allocated count (field 5) stands in where the
+request is unknown. A snapshot at time ``T`` (seconds
+after the trace's start) holds the jobs running at ``T`` (with start and node list), the jobs
+waiting at ``T`` and, with ``future``, every later job with its future queue date.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from math import ceil
+
+from . import lml
+from .dates import format_date
+from .errors import InputError
+
+SYSTEM_FORMAT = "%m/%d/%y-%H:%M:%S"
+JOB_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """The fields of one SWF line that a replay needs (seconds, processors)."""
+
+    number: int
+    submit: int
+    wait: int
+    run: int
+    procs: int
+    requested: int  # requested time, -1 unknown
+    user: int
+    group: int
+    queue: int
+
+    @property
+    def start(self) -> int:
+        return self.submit + self.wait
+
+
+@dataclass
+class Trace:
+    jobs: list[TraceJob]
+    header: dict[str, str] = field(default_factory=dict)
+    unusable: int = 0  # lines whose run time or size is unknown
+
+    @property
+    def max_procs(self) -> int | None:
+        for key in ("MaxProcs", "MaxNodes"):
+            value = self.header.get(key, "").split()
+            if value and value[0].lstrip("-").isdigit() and int(value[0]) > 0:
+                return int(value[0])
+        return None
+
+    @property
+    def epoch(self) -> int:
+        """Unix time of the trace's time zero (0 when the header does not say)."""
+        value = self.header.get("UnixStartTime", "0").split()
+        return int(value[0]) if value and value[0].isdigit() else 0
+
+
+_HEADER = re.compile(r";\s*(\w+):\s*(.*)")
+
+
+def read(path: str) -> Trace:
+    """Read an SWF trace (``.swf`` or ``.swf.gz``); InputError (exit 2) on a malformed line."""
+    opener = gzip.open if path.endswith(".gz") else open
+    trace = Trace([])
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            for lineno, line in enumerate(fh, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                if line.startswith(";"):
+                    m = _HEADER.match(line)
+                    if m:
+                        trace.header.setdefault(m.group(1), m.group(2).strip())
+                    continue
+                fields = line.split()
+                try:
+                    if len(fields) < 15:
+                        raise ValueError(f"{len(fields)} fields, SWF has 18")
+                    number, submit, wait, run, alloc = (int(float(x)) for x in fields[:5])
+                    req_procs, req_time = int(float(fields[7])), int(float(fields[8]))
+                    user, group, queue = int(fields[11]), int(fields[12]), int(fields[14])
+                except ValueError as err:
+                    raise InputError(f"{path} line {lineno}", None, None, f"not an SWF job line: {err}") from None
+                # the scheduler sees what was asked for; allocated counts only where that is unknown
+                procs = req_procs if req_procs > 0 else alloc
+                if run < 0 or procs <= 0 or submit < 0:
+                    trace.unusable += 1
+                    continue
+                trace.jobs.append(TraceJob(number, submit, max(wait, 0), run, procs, req_time, user, group, queue))
+    except OSError as err:
+        raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
+    return trace
+
+
+@dataclass
+class Conversion:
+    """How to turn a trace into a snapshot (the options of ``jufo swf2lml``)."""
+
+    at: int | None = None  # snapshot time, seconds after the trace's start; None: first submit
+    future: bool = False  # add the jobs submitted later, with future queue dates
+    exact: bool = False  # wall = the real run time
+    actual: bool = False  # add actualruntime = the real run time
+    nodes: int | None = None  # None: MaxProcs / cores
+    cores: int = 1
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def snapshot(trace: Trace, conv: Conversion) -> tuple[bytes, dict[str, int]]:
+    """A raw LML snapshot of ``trace`` and counts of what went in and what was skipped."""
+    procs = trace.max_procs
+    nodes = conv.nodes or (ceil(procs / conv.cores) if procs else None)
+    if not nodes:
+        raise InputError("trace", "MaxProcs", None, "not in the header; give --nodes")
+    at = conv.at if conv.at is not None else min((j.submit for j in trace.jobs), default=0)
+    epoch = trace.epoch + at
+    counts = {"running": 0, "waiting": 0, "future": 0, "done": 0, "unknown": trace.unusable, "too_big": 0}
+    objects: list[tuple[str, str, dict[str, str]]] = [("sys", "system", {"system_time": format_date(epoch, SYSTEM_FORMAT)})]
+    if conv.settings:
+        objects.append(("sched", "scheduler", dict(conv.settings)))
+    width = len(str(nodes))
+    objects += [(f"n{i:0{width}d}", "node", {"ncores": str(conv.cores)}) for i in range(1, nodes + 1)]
+    free = [conv.cores] * nodes  # for placing the jobs running at the snapshot time
+    jobs = []
+    for job in trace.jobs:
+        wall = job.run if conv.exact else job.requested
+        if wall < 0:
+            counts["unknown"] += 1
+            continue
+        if job.procs > nodes * conv.cores:
+            counts["too_big"] += 1
+            continue
+        end = job.start + job.run
+        if job.submit > at:
+            if not conv.future:
+                continue
+            state = "future"
+        elif job.start >= at:  # the scheduler has not decided the snapshot's own second yet
+            state = "waiting"
+        elif end > at:
+            state = "running"
+        else:
+            counts["done"] += 1
+            continue
+        counts[state] += 1
+        n = ceil(job.procs / conv.cores)
+        data = {
+            "step": str(job.number), "owner": f"user{job.user}", "group": f"group{job.group}",
+            "queue": f"queue{job.queue}" if job.queue >= 0 else "batch",
+            "state": "Running" if state == "running" else "Idle",
+            "queuedate": format_date(trace.epoch + job.submit, JOB_FORMAT),
+            "wall": str(wall), "nummachines": str(n), "taskspernode": str(ceil(job.procs / n)),
+            "totalcores": str(job.procs),
+        }
+        if conv.actual:
+            data["actualruntime"] = str(job.run)
+        if state == "running":
+            data["dispatchdate"] = format_date(trace.epoch + job.start, JOB_FORMAT)
+            data["nodelist"] = _place(free, job.procs, n, objects, width)
+        jobs.append((f"j{job.number}", "job", data))
+    return lml.build(objects + jobs), counts
+
+
+def _place(free: list[int], procs: int, n: int, objects, width: int) -> str:
+    """Node list for a job running at the snapshot time: the first nodes with room."""
+    per_node = ceil(procs / n)
+    chosen = [i for i, room in enumerate(free) if room >= per_node][:n]
+    if len(chosen) < n:
+        return ""  # the trace overcommits at this instant; jufo places it where it can
+    for i in chosen:
+        free[i] -= per_node
+    return "".join(f"(n{i + 1:0{width}d},{per_node})" for i in chosen)

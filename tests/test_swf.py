@@ -1,0 +1,128 @@
+"""SWF conversion, replay on small traces, early completions, and evaluate."""
+
+import gzip
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import predictions, running, snapshot, waiting
+from jufo import lml, swf
+from jufo.cli import main
+from jufo.dates import parse_date
+
+TRACE = """; Version: 2.2
+; MaxProcs: 8
+; UnixStartTime: 1000000000
+;  id submit wait run alloc cpu mem req_procs req_time req_mem status user group exe queue part prev think
+    1     0    0   100   4 -1 -1  4  200 -1 1 1 1 -1 1 -1 -1 -1
+    2    10   90    50   8 -1 -1  8  100 -1 1 2 1 -1 1 -1 -1 -1
+    3    20    0    30   2 -1 -1  2   60 -1 1 1 1 -1 1 -1 -1 -1
+    4    30   -1    -1   2 -1 -1  2   60 -1 0 1 1 -1 1 -1 -1 -1
+    5   200    0    10   1 -1 -1  1   -1 -1 1 3 1 -1 1 -1 -1 -1
+    6   300    0    10  16 -1 -1 16   20 -1 1 3 1 -1 1 -1 -1 -1
+"""
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    path = tmp_path / "tiny.swf.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write(TRACE)
+    return path
+
+
+def test_read(trace_file):
+    trace = swf.read(str(trace_file))
+    assert trace.max_procs == 8 and trace.epoch == 1000000000
+    assert [j.number for j in trace.jobs] == [1, 2, 3, 5, 6]
+    assert trace.unusable == 1  # job 4: run time unknown
+
+
+def test_snapshot_at_a_moment(trace_file):
+    # at 30: 1 runs (0-100), 3 runs (20-50), 2 waits (submitted 10); 4 and 5 have no run time or
+    # request, 6 asks 16 of 8 processors
+    data, counts = swf.snapshot(swf.read(str(trace_file)), swf.Conversion(at=30, future=True, cores=2))
+    assert counts == {"running": 2, "waiting": 1, "future": 0, "done": 0, "unknown": 2, "too_big": 1}
+    doc = lml.parse(data)
+    jobs = {o.data["step"]: o.data for o in doc.of_type("job")}
+    assert jobs["1"]["state"] == "Running" and jobs["1"]["nodelist"] == "(n1,2)(n2,2)"
+    assert jobs["3"]["nodelist"] == "(n3,2)"
+    assert jobs["2"]["state"] == "Idle" and jobs["2"]["wall"] == "100"
+    assert jobs["2"]["nummachines"] == "4" and jobs["2"]["taskspernode"] == "2"
+    assert parse_date(jobs["1"]["dispatchdate"])[0] == 1000000000
+    assert len(doc.of_type("node")) == 4
+    assert doc.of_type("system")[0].data["system_time"] == "09/09/01-01:47:10"  # 1000000030
+
+
+def test_exact_and_actual(trace_file):
+    data, counts = swf.snapshot(swf.read(str(trace_file)), swf.Conversion(future=True, exact=True, actual=True,
+                                                                          settings={"maxtopdogs": "all"}))
+    doc = lml.parse(data)
+    jobs = {o.data["step"]: o.data for o in doc.of_type("job")}
+    assert jobs["1"]["wall"] == "100" and jobs["1"]["actualruntime"] == "100"
+    assert jobs["5"]["wall"] == "10"  # no request needed with --exact
+    assert doc.of_type("scheduler")[0].data == {"maxtopdogs": "all"}
+    assert counts["unknown"] == 1 and counts["too_big"] == 1
+
+
+def test_swf2lml_command(trace_file, tmp_path):
+    out = tmp_path / "snap.xml"
+    result = CliRunner().invoke(main, ["swf2lml", str(trace_file), "-o", str(out), "--future", "--set", "maxtopdogs=2"])
+    assert result.exit_code == 0, result.stderr
+    assert "skipped 2 with unknown run time or size, 1 larger than the machine" in result.stderr
+    assert b'key="maxtopdogs" value="2"' in out.read_bytes()
+
+
+def test_bad_trace_line(tmp_path):
+    bad = tmp_path / "bad.swf"
+    bad.write_text("; MaxProcs: 4\n1 0 0 x 1\n")
+    result = CliRunner().invoke(main, ["swf2lml", str(bad)])
+    assert result.exit_code == 2 and "line 2" in result.stderr
+
+
+def test_replay_small_trace(trace_file):
+    result = CliRunner().invoke(main, ["replay", str(trace_file), "--json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    stats = json.loads(result.stdout)
+    # jobs 1 (4 procs) and 3 (2) start at once; 2 (8 procs) waits for both: 1 ends at 100
+    assert stats["jobs"] == 3 and stats["max_flow"] == 140  # job 2: submitted 10, starts 100, runs 50
+
+
+def test_early_completion_moves_the_top_dog_forward(jufo):
+    """A running job that ends before its wall frees its cores early; the top dog's
+    reservation is made again and it starts then, not at the planned time."""
+    jobs = {"r": running(4, ends_in=100, wall=100, actualruntime=60), "big": waiting(4, 10)}
+    run = jufo(snapshot(jobs))  # r started at T0 with a wall of 100 s and really runs 60 s
+    assert run.jobs["r"]["jufo_endtime"] == "01/10/12-12:01:00"
+    assert run.start("big") == 60
+    assert run.jobs["big"]["jufo_topdog"] == "1"
+
+
+def test_actualruntime_is_capped_at_wall(jufo):
+    run = jufo(snapshot({"a": waiting(1, 10, actualruntime=99)}))
+    assert run.jobs["a"]["jufo_endtime"] == "01/10/12-12:00:10"
+
+
+def test_evaluate_against_trace(trace_file, tmp_path):
+    snap, predicted = tmp_path / "snap.xml", tmp_path / "pred.xml"
+    runner = CliRunner()
+    assert runner.invoke(main, ["swf2lml", str(trace_file), "-o", str(snap), "--future", "--actual",
+                                "--set", "system_state=AttributeState", "-q"]).exit_code == 0
+    assert runner.invoke(main, ["predict", str(snap), "-o", str(predicted), "-q"]).exit_code == 0
+    result = runner.invoke(main, ["evaluate", str(predicted), "--actual", str(trace_file), "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    errors = report["errors"]
+    # trace: 1 at 0, 2 at 100, 3 at 20; predicted: 1 at 0, 3 at 20, 2 at 100
+    assert errors["count"] == 3 and errors["mean"] == 0 and errors["within_60s"] == 1.0
+    assert report["schedule"]["jobs"] == 3
+    text = runner.invoke(main, ["evaluate", str(predicted), "--actual", str(trace_file)]).stdout
+    assert "mean error (s)" in text and "Baranov" in text and "max bounded slowdown" in text
+
+
+def test_evaluate_needs_predictions(trace_file, tmp_path):
+    plain = tmp_path / "plain.xml"
+    plain.write_bytes(snapshot({"a": waiting(1, 10)}))
+    result = CliRunner().invoke(main, ["evaluate", str(plain), "--actual", str(trace_file)])
+    assert result.exit_code == 2 and "jufo predict first" in result.stderr
