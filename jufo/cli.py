@@ -48,6 +48,32 @@ def guarded(command):
     return wrapper
 
 
+class Progress:
+    """A one-line progress report on stderr, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.shown = False
+        self.last = 0.0
+
+    def __call__(self, started: int, queued: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2:
+            return
+        self.last = now
+        self.shown = True
+        sys.stderr.write(f"\rjufo: simulating, {started:,} of {queued:,} jobs started ")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def progress_bar() -> Progress | None:
+    return Progress() if sys.stderr.isatty() else None
+
+
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
@@ -81,7 +107,10 @@ def predict(input_path: str, output: str, overrides: tuple[str, ...], verbose: b
     settings = parse_overrides(overrides)
     report = Report(quiet=quiet)
     doc = lml.read(input_path)
-    forecast = run_prediction(doc, report, settings)
+    bar = progress_bar()
+    forecast = run_prediction(doc, report, settings, bar)
+    if bar:
+        bar.done()
     assert forecast is not None  # predict mode raises instead of returning None
     lml.add_results(doc, results(forecast))
     lml.write_atomic(output, lml.serialize(doc))
@@ -216,7 +245,10 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, override
     trace = swf.read(trace_path)
     data, counts = swf.snapshot(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
     doc = lml.parse(data, trace_path)
-    forecast = run_prediction(doc, Report(quiet=quiet))
+    bar = progress_bar()
+    forecast = run_prediction(doc, Report(quiet=quiet), None, bar)
+    if bar:
+        bar.done()
     assert forecast is not None
     if output:
         lml.add_results(doc, results(forecast))
@@ -263,6 +295,39 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
         return
     click.echo(evaluation.table([("prediction error (actual - predicted start)", errors),
                                  ("predicted schedule", schedule)]))
+
+
+@main.command()
+@click.argument("predicted_path", metavar="PREDICTED")
+@click.option("--user", default=None, help="Only this owner's jobs.")
+@click.option("--queue", default=None, help="Only this queue's jobs.")
+@guarded
+def show(predicted_path: str, user: str | None, queue: str | None) -> None:
+    """Waiting jobs and their predicted starts, like squeue --start."""
+    from . import views
+
+    doc = lml.read(predicted_path)
+    try:
+        click.echo(views.show_table(doc, user, queue))
+    except ValueError:
+        raise InputError(predicted_path, "system_time", None, "missing; is this a jufo prediction?") from None
+
+
+@main.command()
+@click.argument("predicted_path", metavar="PREDICTED")
+@click.option("-o", "--output", required=True, help="chart.svg, chart.html or chart.png ('-': SVG to stdout).")
+@click.option("--title", default=None, help="Chart title (default: the file name).")
+@guarded
+def gantt(predicted_path: str, output: str, title: str | None) -> None:
+    """Draw a predicted file: time across, nodes (or cores) down."""
+    from . import gantt as chart
+
+    doc = lml.read(predicted_path)
+    try:
+        data = chart.render(doc, output, title or Path(predicted_path).name)
+    except ValueError as err:
+        raise InputError(predicted_path, "system_time", None, f"{err}; is this a jufo prediction?") from None
+    lml.write_atomic(output, data)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -98,8 +98,10 @@ def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = No
     return snap, config
 
 
-def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None) -> Forecast | None:
-    """Simulate the document's scheduler. None only when collecting errors (validate)."""
+def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None,
+            progress=None) -> Forecast | None:
+    """Simulate the document's scheduler. None only when collecting errors (validate).
+    ``progress(started, queued)`` is called now and then during long runs."""
     prepared = prepare(doc, report, overrides)
     if prepared is None:
         return None
@@ -110,6 +112,7 @@ def predict(doc: Document, report: Report, overrides: dict[str, str] | None = No
     if not isinstance(state, NodeState):
         reservations = cores_only(snap.reservations, snap.machine)
     sim = config.make_simulation(state, snap.epoch, report)
+    sim.progress = progress
     waiting = [job for job in snap.jobs if not job.running and job.reason is None]
     sim.run(running, lambda job: place_running(job, state, report), reservations, waiting)
     return Forecast(snap, config, sim)

@@ -45,7 +45,10 @@ class Simulation(ABC):
         self.timeline = Timeline()
         self.waiting = WaitingQueue(sorter, state.size)
         self.events = 0
+        self.started = 0
+        self.queued = 0
         self.ended_early = False  # a job ended before its wall since the last pass
+        self.progress: Callable[[int, int], None] | None = None  # (started, queued), now and then
 
     # -- template ----------------------------------------------------------------------------
     def run(self, running: list[Job], place: Callable[[Job], Any], reservations: list[Reservation],
@@ -81,6 +84,8 @@ class Simulation(ABC):
                     only_arrivals = False  # resources came back or a reservation begins
             if self.waiting:
                 self.insert_waiting_jobs(now, arrivals if only_arrivals else None)
+            if self.progress is not None and self.events % 512 == 0:
+                self.progress(self.started, self.queued)
         self.explain_unstarted()
 
     def insert_running_jobs(self, running: list[Job], place: Callable[[Job], Any]) -> None:
@@ -114,6 +119,7 @@ class Simulation(ABC):
             for job in eligible[limit:]:
                 job.reason = f"MaxNumJobs: only the first {limit} waiting jobs are simulated (maxnumjobs)"
             eligible = eligible[:limit]
+        self.queued = len(eligible)
         for job in eligible:
             job.shape = (self.state.shape(job), self.state.size(job))
             if job.queued > 0:
@@ -158,6 +164,7 @@ class Simulation(ABC):
         self.waiting.remove(job)
         job.start, job.end, job.resources = now, now + job.runtime, resources
         job.backfilled = backfilled
+        self.started += 1
         self.occupy(alloc, job.end)
 
     def occupy(self, alloc: Allocation, end: int) -> None:

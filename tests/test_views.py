@@ -1,0 +1,89 @@
+"""jufo show and jufo gantt on predicted files."""
+
+import pytest
+from click.testing import CliRunner
+from lxml import etree
+
+from conftest import SAMPLES, snapshot, waiting
+from jufo.cli import main
+
+
+@pytest.fixture
+def predicted(tmp_path):
+    out = tmp_path / "pred.xml"
+    result = CliRunner().invoke(main, ["predict", str(SAMPLES / "thesis-table-3.1.xml"), "-o", str(out)])
+    assert result.exit_code == 0
+    return out
+
+
+def test_show_sorted_by_predicted_start(predicted):
+    result = CliRunner().invoke(main, ["show", str(predicted)])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["JOBID", "OWNER", "QUEUE", "NODES", "START", "WAIT", "NOTE"]
+    assert [line.split()[0] for line in lines[1:]] == ["j4", "j5", "j1", "j6"]
+    assert lines[1].split()[-1] == "backfilled" and lines[2].split()[-2:] == ["top", "dog"]
+    assert lines[3].split()[5] == "6s"
+
+
+def test_show_filters_and_reasons(tmp_path):
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    src.write_bytes(snapshot({"a": waiting(1, 10, owner="ann"), "b": waiting(9, 10, owner="bob")}))
+    CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    text = CliRunner().invoke(main, ["show", str(out)]).stdout
+    assert text.splitlines()[-1].startswith("b ") and "ExceedsSystem" in text
+    only_ann = CliRunner().invoke(main, ["show", str(out), "--user", "ann"]).stdout
+    assert len(only_ann.splitlines()) == 2
+    assert len(CliRunner().invoke(main, ["show", str(out), "--queue", "none"]).stdout.splitlines()) == 1
+
+
+def test_gantt_svg(predicted, tmp_path):
+    out = tmp_path / "chart.svg"
+    result = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    root = etree.parse(str(out)).getroot()
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    # 6 jobs; on one 5-core node every core range is a box of its own
+    assert sum(t.startswith("j5 ") for t in titles) == 2  # cores 1-2 and 4
+    assert any(t.startswith("j2 ") and t.endswith("running") for t in titles)
+    assert any("top dog" in t for t in titles)
+
+
+def test_gantt_html_and_bad_name(predicted, tmp_path):
+    out = tmp_path / "chart.html"
+    assert CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(out)]).exit_code == 0
+    assert out.read_text().startswith("<!DOCTYPE html>") and "<svg" in out.read_text()
+    bad = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(tmp_path / "chart.pdf")])
+    assert bad.exit_code == 2 and ".svg, .html or .png" in bad.stderr
+
+
+def test_gantt_png(predicted, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "chart.png"
+    assert CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(out)]).exit_code == 0
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_gantt_png_without_matplotlib(predicted, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    result = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(tmp_path / "c.png")])
+    assert result.exit_code == 2 and "pip install 'jufo[plot]'" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_gantt_attribute_state(tmp_path):
+    src, out, chart = tmp_path / "in.xml", tmp_path / "out.xml", tmp_path / "c.svg"
+    src.write_bytes(snapshot({"a": waiting(2, 10), "b": waiting(4, 10, queued="01/10/12-11:30:00")},
+                             scheduler={"system_state": "AttributeState"}))
+    CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert CliRunner().invoke(main, ["gantt", str(out), "-o", str(chart)]).exit_code == 0
+    assert "cores" in chart.read_text()
