@@ -243,8 +243,9 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, override
     began = time.perf_counter()
     settings = {"system_state": "AttributeState", **parse_overrides(overrides)}
     trace = swf.read(trace_path)
-    data, counts = swf.snapshot(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
-    doc = lml.parse(data, trace_path)
+    objects, counts = swf.snapshot_objects(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
+    # the predicted file is only written on request; otherwise skip the XML round trip
+    doc = lml.parse(lml.build(objects), trace_path) if output else lml.from_objects(objects)
     bar = progress_bar()
     forecast = run_prediction(doc, Report(quiet=quiet), None, bar)
     if bar:

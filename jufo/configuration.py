@@ -14,7 +14,7 @@ from .job import Job
 from .node import Machine
 from .queue import Queue
 from .simulation import ALGORITHMS, Policy, Simulation
-from .sorter import Formula, FormulaError, JobSorter, numeric_keys
+from .sorter import Formula, FormulaError, JobSorter
 from .state import AttributeState, NodeState, SystemState
 
 DEFAULTS: dict[str, str] = {
@@ -70,7 +70,7 @@ class Configuration:
             report.error(label, "system_state", merged["system_state"], "must be NodeState or AttributeState")
         formula = None
         try:
-            formula = Formula(merged["system_sysprio"], *numeric_keys(jobs))
+            formula = Formula(merged["system_sysprio"], jobs)
         except FormulaError as err:
             report.error(label, "system_sysprio", merged["system_sysprio"], f"priority formula refused: {err}")
         maxtopdogs = _count(merged, "maxtopdogs", label, report, allow_all=True)

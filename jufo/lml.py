@@ -57,7 +57,7 @@ def _local(el: etree._Element) -> str | None:
     tag = el.tag
     if not isinstance(tag, str):
         return None  # comment or processing instruction
-    return etree.QName(tag).localname
+    return tag.rpartition("}")[2]
 
 
 def _parser() -> etree.XMLParser:
@@ -116,12 +116,14 @@ def parse(raw: bytes, source: str = "input") -> Document:
                 unknown.append(oid)
                 continue
             infos.setdefault(oid, []).append(info)
+            values = obj.data
             for data in info:
-                if _local(data) != "data":
+                tag = data.tag
+                if not isinstance(tag, str) or (tag != "data" and not tag.endswith("}data")):
                     continue
                 key = data.get("key")
                 if key:
-                    obj.data[key] = data.get("value", "")  # later info wins for a repeated key
+                    values[key] = data.get("value", "")  # later info wins for a repeated key
     start, end = _root_span(raw)
     return Document(tree, objects, infos, raw[:start], raw[end:], unknown)
 
@@ -155,6 +157,13 @@ def _root_span(raw: bytes) -> tuple[int, int]:
         else:
             break
     return pos, end
+
+
+def from_objects(objects: list[tuple[str, str, dict[str, str]]]) -> Document:
+    """A document's objects without the XML, for data made in memory (trace replays): the
+    same objects ``parse`` would give for ``build(objects)``, minus the parsing."""
+    objs = [LmlObject(oid, kind, oid, i, dict(data)) for i, (oid, kind, data) in enumerate(objects)]
+    return Document(etree.ElementTree(etree.Element(f"{{{LML_NS}}}lgui")), objs, {}, b"", b"")
 
 
 def read(path: str) -> Document:
@@ -302,16 +311,26 @@ def build(objects: list[tuple[str, str, dict[str, str]]], namespace: str | None 
     </information>
     </lml:lgui>
     """
-    from xml.sax.saxutils import quoteattr
-
     root = f'<lml:lgui xmlns:lml="{namespace}" version="1.1">' if namespace else '<lgui version="1.1">'
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', root, "<objects>"]
     for oid, kind, _ in objects:
-        lines.append(f"<object id={quoteattr(oid)} name={quoteattr(oid)} type={quoteattr(kind)}/>")
+        lines.append(f'<object id="{_attr(oid)}" name="{_attr(oid)}" type="{_attr(kind)}"/>')
     lines += ["</objects>", "<information>"]
     for oid, _, data in objects:
-        lines.append(f'<info oid={quoteattr(oid)} type="short">')
-        lines.extend(f"<data key={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in data.items())
+        lines.append(f'<info oid="{_attr(oid)}" type="short">')
+        lines.extend(f'<data key="{_attr(k)}" value="{_attr(str(v))}"/>' for k, v in data.items())
         lines.append("</info>")
     lines += ["</information>", "</lml:lgui>" if namespace else "</lgui>", ""]
     return "\n".join(lines).encode()
+
+
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\t": "&#9;"})
+
+
+def _attr(text: str) -> str:
+    """Text for a double-quoted attribute.
+
+    >>> _attr('a<b & "c"')
+    'a&lt;b &amp; &quot;c&quot;'
+    """
+    return text.translate(_ESCAPES) if any(c in text for c in '&<>"\n\t') else text

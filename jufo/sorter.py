@@ -46,30 +46,32 @@ class FormulaError(ValueError):
 class Formula:
     """A checked priority formula.
 
-    >>> f = Formula("totalcores * 1000 - DATEqueuedate", {"totalcores"}, {"queuedate"})
+    >>> f = Formula("totalcores * 1000 - DATEqueuedate", [])
     >>> sorted(f.names), f.time_dependent
     (['DATEqueuedate', 'totalcores'], False)
-    >>> Formula("__import__('os')", set(), set())
+    >>> Formula("__import__('os')", [])
     Traceback (most recent call last):
     ...
     jufo.sorter.FormulaError: calls other than min, max, abs, log, sqrt are not allowed
     """
 
-    def __init__(self, text: str, numeric_keys: set[str], date_keys: set[str]) -> None:
+    def __init__(self, text: str, jobs: Iterable[Job]) -> None:
         self.text = text
         try:
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as err:
             raise FormulaError(f"does not parse: {err.msg}") from None
-        known = numeric_keys | DOCUMENTED_KEYS | {f"DATE{k}" for k in date_keys | DATE_KEYS} | TIME_NAMES
         self.names: set[str] = set()
         for node in ast.walk(tree):
-            self._check(node, known)
+            self._check(node)
+        for name in sorted(self.names):
+            if not _known(name, jobs):
+                raise FormulaError(f"unknown name {name!r}: not a numeric job key, DATEkey, AGE or NOW")
         self.time_dependent = bool(self.names & TIME_NAMES)
         self._interp = Interpreter(minimal=True, use_numpy=False, writer=io.StringIO(), err_writer=io.StringIO())
         self._code = self._interp.parse(text.strip())
 
-    def _check(self, node: ast.AST, known: set[str]) -> None:
+    def _check(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPERATORS):
             return
         if isinstance(node, ast.Constant):
@@ -81,11 +83,8 @@ class Formula:
                 raise FormulaError("calls other than min, max, abs, log, sqrt are not allowed")
             return
         if isinstance(node, ast.Name):
-            if node.id in CALLS:
-                return
-            if node.id not in known:
-                raise FormulaError(f"unknown name {node.id!r}: not a numeric job key, DATEkey, AGE or NOW")
-            self.names.add(node.id)
+            if node.id not in CALLS:
+                self.names.add(node.id)
             return
         raise FormulaError(f"{type(node).__name__} is not allowed (only arithmetic over job keys)")
 
@@ -101,25 +100,26 @@ class Formula:
         return float(result)
 
 
-def numeric_keys(jobs: Iterable[Job]) -> tuple[set[str], set[str]]:
-    """Keys that hold a number, and keys that hold a date, in at least one job."""
-    numeric: set[str] = set()
-    dates: set[str] = set()
+def _known(name: str, jobs: Iterable[Job]) -> bool:
+    """Whether a formula may use ``name``: a documented key, AGE/NOW, or a key that holds a
+    number (``DATEkey``: a date) in at least one job. Scans jobs only until one does."""
+    if name in DOCUMENTED_KEYS or name in TIME_NAMES:
+        return True
+    if name.startswith("DATE") and name[4:] in DATE_KEYS:
+        return True
     for job in jobs:
-        for key, value in job.data.items():
-            if key in numeric or not key.isidentifier():
-                continue
-            try:
+        value = job.data.get(name[4:] if name.startswith("DATE") else name)
+        if value is None:
+            continue
+        try:
+            if name.startswith("DATE"):
+                parse_date(value)
+            else:
                 float(value)
-                numeric.add(key)
-            except ValueError:
-                if key not in dates:
-                    try:
-                        parse_date(value)
-                        dates.add(key)
-                    except ValueError:
-                        pass
-    return numeric, dates
+            return True
+        except ValueError:
+            continue
+    return False
 
 
 class JobSorter:
@@ -156,7 +156,7 @@ class JobSorter:
                 values[name] = float(now - job.queued)
             elif name == "NOW":
                 values[name] = float(self.epoch + now)
-            elif name.startswith("DATE") and name[4:] in job.data:
+            elif name.startswith("DATE") and (name[4:] in job.data or name == "DATEqueuedate"):
                 values[name] = self._date(job, name[4:])
             else:
                 values[name] = self._number(job, name)
@@ -182,11 +182,11 @@ class JobSorter:
             return 0.0
 
     def _date(self, job: Job, key: str) -> float:
+        if key == "queuedate":  # already read (or defaulted, with a warning) by the job reader
+            return float(self.epoch + job.queued)
         try:
             return float(parse_date(job.data[key])[0])
         except ValueError:
-            if key == "queuedate":
-                return float(self.epoch + job.queued)
             return 0.0
 
     def order(self, jobs: Iterable[Job], now: int) -> list[Job]:

@@ -416,10 +416,17 @@ class AttributeState(SystemState):
         self.profile = Profile(0, self.capacity, Counts())  # free cores over time
 
     def is_insertable(self, job: Job) -> int | None:
+        """The smallest free count over ``[now, now+wall)``, read straight off the profile."""
         if self._limited(job, self.now):
             return None
-        _, free = next(self.profile.windows(self.now, job.wall, min))
-        return self._choose(job, self.now, self.now + job.wall, free)
+        need, end = job.total_cores, self.now + max(job.wall, 1)
+        times, values = self.profile.times, self.profile.values
+        for i in range(len(times)):  # times[0] is now: the clock advanced the profile
+            if times[i] >= end:
+                break
+            if values[i] < need:
+                return None
+        return need
 
     def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, int] | None:
         """One scan of the free-cores profile with a sliding minimum: O(segments)."""

@@ -116,6 +116,12 @@ class Conversion:
 
 def snapshot(trace: Trace, conv: Conversion) -> tuple[bytes, dict[str, int]]:
     """A raw LML snapshot of ``trace`` and counts of what went in and what was skipped."""
+    objects, counts = snapshot_objects(trace, conv)
+    return lml.build(objects), counts
+
+
+def snapshot_objects(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, str, dict[str, str]]], dict[str, int]]:
+    """The objects of the snapshot (``(id, type, data)``) and the counts."""
     procs = trace.max_procs
     nodes = conv.nodes or (ceil(procs / conv.cores) if procs else None)
     if not nodes:
@@ -166,7 +172,7 @@ def snapshot(trace: Trace, conv: Conversion) -> tuple[bytes, dict[str, int]]:
             data["dispatchdate"] = format_date(trace.epoch + job.start, JOB_FORMAT)
             data["nodelist"] = _place(free, job.procs, n, objects, width)
         jobs.append((f"j{job.number}", "job", data))
-    return lml.build(objects + jobs), counts
+    return objects + jobs, counts
 
 
 def _place(free: list[int], procs: int, n: int, objects, width: int) -> str:
