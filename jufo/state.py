@@ -89,8 +89,6 @@ class SystemState(ABC):
         self._seq = 0
         self.version = 0  # bumped by every change; keys the per-pass cache of free windows
         self._windows: dict[tuple[int, int], Any] = {}
-        self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, a.seq))
-        self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
 
     # -- what subclasses provide ------------------------------------------------------------
     @abstractmethod
@@ -166,12 +164,10 @@ class SystemState(ABC):
         """Mark ``alloc`` running from now: its resources are used until ``alloc.end``."""
         self._number(alloc)
         self._take(alloc.resources)
-        self.running.add(alloc)
         self.limits.add(alloc)
 
     def finish(self, alloc: Allocation) -> None:
         """A running allocation ends (at its end, or earlier): its resources are free again."""
-        self.running.remove(alloc)
         self._give(alloc.resources)
         self.limits.discard(alloc)
         self.version += 1
@@ -179,12 +175,10 @@ class SystemState(ABC):
     def plan(self, alloc: Allocation) -> None:
         """Hold ``alloc``'s resources for ``[start, end)`` (a reservation)."""
         self._number(alloc)
-        self.planned.add(alloc)
         self.limits.add(alloc)
 
     def unplan(self, alloc: Allocation) -> None:
         """Drop a reservation."""
-        self.planned.remove(alloc)
         self.limits.discard(alloc)
         self.version += 1
 
@@ -225,6 +219,8 @@ class NodeState(SystemState):
         self.free = NodeCores(machine.all_nodes)
         self.algebra = NodeAlgebra(machine.shape)
         self.reserved = Profile(0, NodeCores(), self.algebra)  # resources planned allocations hold
+        self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, a.seq))
+        self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
 
@@ -381,19 +377,23 @@ class NodeState(SystemState):
 
     def insert(self, alloc: Allocation) -> None:
         super().insert(alloc)
+        self.running.add(alloc)
         self._track(alloc, True)
 
     def finish(self, alloc: Allocation) -> None:
         super().finish(alloc)
+        self.running.remove(alloc)
         self._track(alloc, False)
 
     def plan(self, alloc: Allocation) -> None:
         super().plan(alloc)
+        self.planned.add(alloc)
         self._track(alloc, True)
         self.reserved.add(alloc.start, alloc.end, alloc.resources)
 
     def unplan(self, alloc: Allocation) -> None:
         super().unplan(alloc)
+        self.planned.remove(alloc)
         self._track(alloc, False)
         self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
 
