@@ -107,6 +107,9 @@ def generate(shape: Shape) -> bytes:
     return lml.build(objects)
 
 
+TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "traces")
+KTH = os.path.join(TRACES, "KTH-SP2-1996-2-filtered-sc15.swf.gz")
+
 CASES: dict[str, Shape] = {
     "juropa": Shape(),
     "juropa-conservative": Shape(maxtopdogs="all"),
@@ -127,11 +130,33 @@ def _time(cmd: list[str]) -> tuple[float, int]:
 _BASELINE = "from lxml import etree; import sys; t = etree.parse(sys.argv[1]); open(sys.argv[2], 'wb').write(etree.tostring(t))"
 
 
-def bench(name: str, shape: Shape, repeat: int) -> dict:
+def bench_replay(repeat: int) -> dict:
+    """The whole KTH-SP2 trace replayed (future queue dates, exact walls, EASY, AttributeState)."""
+    times, peak = [], 0
+    for _ in range(repeat):
+        seconds, rss = _time([sys.executable, "-m", "jufo", "replay", KTH, "--exact", "-q"])
+        times.append(seconds)
+        peak = max(peak, rss)
+    return {"case": "kth-replay", "jobs": 28481, "jufo_s": round(statistics.median(times), 3),
+            "peak_mib": round(peak / 1024)}
+
+
+def trace_snapshot(at: int = 15_000_000, nodes: int = 100) -> bytes:
+    """A snapshot of the KTH-SP2 trace at ``at`` seconds: running, waiting and later jobs."""
+    from . import swf
+
+    data, _ = swf.snapshot(swf.read(KTH), swf.Conversion(at=at, future=True, actual=True, nodes=nodes,
+                                                         settings={"system_state": "NodeState"}))
+    return data
+
+
+def bench(name: str, shape: Shape | None, repeat: int) -> dict:
+    if name == "kth-replay":
+        return bench_replay(repeat)
     with tempfile.TemporaryDirectory() as tmp:
         src, out = os.path.join(tmp, "in.xml"), os.path.join(tmp, "out.xml")
         with open(src, "wb") as fh:
-            fh.write(generate(shape))
+            fh.write(generate(shape) if shape is not None else trace_snapshot())
         jufo, base, peak = [], [], 0
         for _ in range(repeat):
             seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])
@@ -139,30 +164,64 @@ def bench(name: str, shape: Shape, repeat: int) -> dict:
             peak = max(peak, rss)
             base.append(_time([sys.executable, "-c", _BASELINE, src, out])[0])
         j, b = statistics.median(jufo), statistics.median(base)
-        return {"case": name, **asdict(shape), "file_mb": round(os.path.getsize(src) / 2**20, 1),
+        return {"case": name, **(asdict(shape) if shape else {"jobs": "trace", "nodes": 100}),
+                "file_mb": round(os.path.getsize(src) / 2**20, 1),
                 "jufo_s": round(j, 3), "parse_write_s": round(b, 3), "ratio": round(j / b, 1),
                 "peak_mib": round(peak / 1024)}
 
 
+def growth_exponent(rows: list[dict]) -> float:
+    """Least-squares slope of log(time) over log(jobs).
+
+    >>> round(growth_exponent([{"jobs": 1000, "jufo_s": 1.0}, {"jobs": 2000, "jufo_s": 2.0}]), 3)
+    1.0
+    """
+    import math
+
+    xs = [math.log(r["jobs"]) for r in rows]
+    ys = [math.log(r["jufo_s"]) for r in rows]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+ALL_CASES = [*CASES, "kth-snapshot", "kth-replay"]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m jufo.bench", description=__doc__)
-    parser.add_argument("cases", nargs="*", default=["juropa"], help=f"cases: {', '.join(CASES)}")
+    parser.add_argument("cases", nargs="*", default=["juropa"], help=f"cases: {', '.join(ALL_CASES)}, growth")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--write", metavar="FILE", help="only write the first case's snapshot to FILE")
     args = parser.parse_args(argv)
     if args.write:
         with open(args.write, "wb") as fh:
-            fh.write(generate(CASES[args.cases[0]]))
+            fh.write(generate(CASES[args.cases[0]]) if args.cases[0] in CASES else trace_snapshot())
         return
-    for name in args.cases:
-        row = bench(name, CASES[name], args.repeat)
+    names = [n for c in args.cases for n in (sorted((k for k in CASES if k.startswith("growth-")),
+                                                     key=lambda k: int(k.split("-")[1])) if c == "growth" else [c])]
+    unknown = [n for n in names if n not in ALL_CASES]
+    if unknown:
+        parser.error(f"unknown case {unknown[0]!r}; cases: {', '.join(ALL_CASES)}, growth")
+    rows = []
+    for name in names:
+        row = bench(name, CASES.get(name), args.repeat)
+        rows.append(row)
         if args.json:
             print(json.dumps(row))
+        elif name == "kth-replay":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  (whole trace, 28,481 jobs)  peak {row['peak_mib']:6d} MiB")
         else:
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  parse+write {row['parse_write_s']:6.3f} s  "
                   f"ratio {row['ratio']:6.1f}  peak {row['peak_mib']:6d} MiB  ({row['jobs']} jobs, "
                   f"{row['nodes']} nodes, {row['file_mb']} MB)")
+    growth = [r for r in rows if r["case"].startswith("growth-")]
+    if len(growth) >= 2:
+        print(f"growth exponent (time ~ jobs^k): k = {growth_exponent(growth):.2f}")
+    by_case = {r["case"]: r for r in rows}
+    if "juropa" in by_case and "juropa-conservative" in by_case:
+        ratio = by_case["juropa-conservative"]["jufo_s"] / by_case["juropa"]["jufo_s"]
+        print(f"conservative / EASY on the JUROPA-size snapshot: {ratio:.1f}x")
 
 
 if __name__ == "__main__":

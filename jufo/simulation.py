@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from .errors import Report
 from .job import Job
 from .reservation import Reservation
-from .sorter import JobSorter, WaitingQueue
+from .sorter import JobSorter, WaitingQueue, Walk
 from .state import Allocation, Failures, SystemState
 from .timeline import Kind, Timeline
 
@@ -43,7 +43,8 @@ class Simulation(ABC):
         self.policy = policy
         self.report = report
         self.timeline = Timeline()
-        self.waiting = WaitingQueue(sorter, state.size)
+        self.waiting = WaitingQueue(sorter, state.size, self.group)
+        self.failed = Failures()  # requests that did not fit during the current pass
         self.events = 0
         self.started = 0
         self.queued = 0
@@ -140,18 +141,35 @@ class Simulation(ABC):
         so only these need a look. None: look at every job.
         """
 
-    def candidates(self, now: int, fresh: set[Job] | None, everything: bool) -> list[Job]:
+    def candidates(self, now: int, fresh: set[Job] | None) -> Iterable[Job]:
         """The jobs a pass must look at, in priority order.
 
-        All of them when ``everything`` is asked for or priorities change with time; else
-        (static order, no new reservation possible) only the jobs small enough to start in
-        what is free now, and the arrivals when only jobs arrived. The others would fail.
+        With priorities that change over time, all of them (the walk skips jobs not in
+        ``fresh``). With a static order: the arrivals when only jobs arrived; else the queue's
+        class walk, which passes over a request class once it cannot matter (see ``skip``).
         """
-        if not self.waiting.static or everything:
-            return self.waiting.ordered(now)  # the walk itself skips jobs not in ``fresh``
+        if not self.waiting.static:
+            return self.waiting.ordered(now)
         if fresh is not None:
             return sorted(fresh, key=lambda j: self.sorter.key(j, now))
-        return self.waiting.up_to(self.state.size_bound())
+        return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip)
+
+    def skip(self, group: Any, shape: tuple, size: int, wall: int, bound: int) -> bool:
+        """A request class can be passed over when its group can take no new reservation and
+        none of its jobs can start now: too big for what is free, or a failure covers it."""
+        return self.saturated(group) and (size > bound or self.failed.covers(shape, size, wall))
+
+    def saturated(self, group: Any) -> bool:
+        """Can no job of ``group`` become a top dog in this pass?"""
+        return True
+
+    def due(self, now: int) -> list[Job]:
+        """Jobs whose reservation starts now (they are outside the class walk)."""
+        return []
+
+    def group(self, job: Job) -> Any:
+        """The top-dog group of ``job``."""
+        return None
 
     def passed_over(self, job: Job, flag: bool) -> bool:
         """Whether ``job`` starts ahead of a waiting job of higher priority: with a static
@@ -210,8 +228,8 @@ class ListScheduling(Simulation):
 
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
         flag = False
-        failed = Failures()
-        for job in self.candidates(now, fresh, everything=False):
+        self.failed = failed = Failures()
+        for job in self.candidates(now, fresh):
             if fresh is not None and job not in fresh:
                 flag = True
                 continue
@@ -244,8 +262,9 @@ class Backfilling(Simulation):
         if self.ended_early:
             self._drop_reservations()
         flag = False
-        failed = Failures()
-        for job in self.candidates(now, fresh, everything=self._may_change_reservations(now)):
+        self.failed = failed = Failures()
+        walk = self.candidates(now, fresh)
+        for job in walk:
             if fresh is not None and job not in fresh:
                 flag = True  # waits: failed before and still fails (see the base class)
                 continue
@@ -254,8 +273,10 @@ class Backfilling(Simulation):
                 if alloc.start <= now:
                     self.state.unplan(alloc)
                     del self.reserved[job]
-                    self.held[self._group(job)] -= 1
+                    self.held[self.group(job)] -= 1
                     self.start_job(job, now, alloc.resources, backfilled=self.passed_over(job, flag))
+                    if isinstance(walk, Walk):
+                        walk.reopen()  # a reservation slot is free again
                 else:
                     flag = True
                 continue
@@ -267,28 +288,27 @@ class Backfilling(Simulation):
                     continue
                 failed.add(shape, size, job.wall)
             flag = True
-            if self.held[self._group(job)] < self.policy.maxtopdogs:
+            if self.held[self.group(job)] < self.policy.maxtopdogs:
                 self._reserve(job, now)
 
-    def _may_change_reservations(self, now: int) -> bool:
-        """Could this pass start a top dog or make a new one? Then it must see every job."""
-        if any(a.start <= now for a in self.reserved.values()):
-            return True
-        if not self.policy.topdogs_per_queue:
-            return self.held[None] < self.policy.maxtopdogs
-        return any(self.held[q] < self.policy.maxtopdogs for q, n in self.waiting.per_queue.items() if n)
+    def saturated(self, group: Any) -> bool:
+        return self.held[group] >= self.policy.maxtopdogs
+
+    def due(self, now: int) -> list[Job]:
+        return [job for job, alloc in self.reserved.items() if alloc.start <= now]
 
     def _drop_reservations(self) -> None:
         """A job ended before its wall: the top dogs' slots may come earlier now, so every
         reservation is made again, in priority order, by the pass that follows (with one top
         dog this is EASY as published; with all, conservative backfilling with compression)."""
-        for alloc in self.reserved.values():
+        for job, alloc in self.reserved.items():
             self.state.unplan(alloc)
+            self.waiting.unreserved(job)
         self.reserved.clear()
         self.held.clear()
         self.ended_early = False
 
-    def _group(self, job: Job) -> str | None:
+    def group(self, job: Job) -> str | None:
         return job.queue if self.policy.topdogs_per_queue else None
 
     def _reserve(self, job: Job, now: int) -> None:
@@ -299,7 +319,8 @@ class Backfilling(Simulation):
         alloc = Allocation(t, t + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         self.state.plan(alloc)
         self.reserved[job] = alloc
-        self.held[self._group(job)] += 1
+        self.waiting.reserved(job)
+        self.held[self.group(job)] += 1
         job.topdog = True
         self.timeline.push(t, Kind.WAKE, alloc)
 

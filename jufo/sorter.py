@@ -16,12 +16,13 @@ import ast
 import io
 import math
 from collections import Counter
-from collections.abc import Iterable
-from heapq import merge
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from heapq import heapify, heappop, heappush, heapreplace
 from operator import attrgetter
 
 from asteval import Interpreter
-from sortedcontainers import SortedKeyList, SortedList
+from sortedcontainers import SortedKeyList
 
 from .dates import parse_date
 from .errors import Report
@@ -198,20 +199,23 @@ class JobSorter:
 class WaitingQueue:
     """The waiting jobs in priority order.
 
-    With a static formula the order is kept incrementally (O(log n) per change) and jobs are
-    also indexed by request size, so a pass can visit only the jobs small enough to start
-    (``up_to``). With a time-dependent formula the queue is sorted again at each pass.
+    With a static formula the order is kept incrementally (O(log n) per change), and the
+    jobs that hold no reservation are also kept per *request class* (group, shape, size,
+    wall): jobs of one class fit in exactly the same places, so once one of them fails in a
+    pass, ``walk`` passes over the whole class (and every class a failure covers) at once.
+    With a time-dependent formula the queue is sorted again at each pass and walked whole.
     """
 
-    def __init__(self, sorter: JobSorter, size) -> None:
+    def __init__(self, sorter: JobSorter, size: Callable[[Job], int],
+                 group: Callable[[Job], Any] = lambda job: None) -> None:
         self.sorter = sorter
         self.size = size  # job → the number a free-resource bound is compared with
+        self.group = group  # job → its top-dog group
         self.static = sorter.static
         key = attrgetter("order_key")  # set on add: the static sort key
-        self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
-        self._by_size: dict[int, SortedKeyList] = {}
-        self._sizes: SortedList = SortedList()
         self._key = key
+        self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
+        self._classes: dict[tuple, SortedKeyList] = {}  # unreserved jobs by request class
         self.per_queue: Counter = Counter()
 
     def __len__(self) -> int:
@@ -223,6 +227,10 @@ class WaitingQueue:
     def __iter__(self):
         return iter(self._jobs)
 
+    def _class(self, job: Job) -> tuple:
+        shape, size = job.shape
+        return (self.group(job), shape, size, job.wall)
+
     def add(self, job: Job) -> None:
         """O(log n)."""
         self.per_queue[job.queue] += 1
@@ -231,24 +239,38 @@ class WaitingQueue:
             return
         job.order_key = self.sorter.key(job, 0)
         self._jobs.add(job)
-        size = self.size(job)
-        bucket = self._by_size.get(size)
+        self._file(job)
+
+    def _file(self, job: Job) -> None:
+        bucket = self._classes.get(self._class(job))
         if bucket is None:
-            bucket = self._by_size[size] = SortedKeyList(key=self._key)
-            self._sizes.add(size)
+            bucket = self._classes[self._class(job)] = SortedKeyList(key=self._key)
         bucket.add(job)
+
+    def _unfile(self, job: Job) -> None:
+        cls = self._class(job)
+        bucket = self._classes.get(cls)
+        if bucket is not None and job in bucket:
+            bucket.remove(job)
+            if not bucket:
+                del self._classes[cls]
 
     def remove(self, job: Job) -> None:
         """O(log n) (O(n) with a time-dependent formula)."""
         self.per_queue[job.queue] -= 1
         self._jobs.remove(job)
         if self.static:
-            size = self.size(job)
-            bucket = self._by_size[size]
-            bucket.remove(job)
-            if not bucket:
-                del self._by_size[size]
-                self._sizes.remove(size)
+            self._unfile(job)
+
+    def reserved(self, job: Job) -> None:
+        """``job`` holds a reservation now: walks reach it only when its slot is due."""
+        if self.static:
+            self._unfile(job)
+
+    def unreserved(self, job: Job) -> None:
+        """``job``'s reservation was dropped: it is walked with its class again."""
+        if self.static:
+            self._file(job)
 
     def ordered(self, now: int) -> list[Job]:
         """All waiting jobs in priority order at ``now`` (a copy).  O(n), or O(n log n) re-sorted."""
@@ -256,16 +278,79 @@ class WaitingQueue:
             self._jobs.sort(key=lambda j: self.sorter.key(j, now))
         return list(self._jobs)
 
-    def up_to(self, bound: int) -> list[Job]:
-        """Static order only: the jobs of size ≤ ``bound`` in priority order (a copy).
-        O(m log k) for m such jobs in k sizes."""
-        if not self._sizes or bound >= self._sizes[-1]:
-            return list(self._jobs)
-        buckets = [self._by_size[s] for s in self._sizes.irange(maximum=bound)]
-        if len(buckets) <= 1:
-            return list(buckets[0]) if buckets else []
-        return list(merge(*buckets, key=self._key))
+    def walk(self, due: list[Job], bound: int, skip) -> Walk:
+        """Static order only: ``due`` (jobs whose reservation starts now) and the unreserved
+        jobs, merged in priority order, passing over each class as long as
+        ``skip(group, shape, size, wall, bound)`` says none of its jobs can matter.
+
+        O((jobs yielded + classes) log n) per walk, however long the queue.
+        """
+        return Walk(self, due, bound, skip)
 
     def ahead(self, job: Job) -> bool:
         """Static order only: does a job of higher priority wait?  O(log n)."""
         return self._jobs.bisect_key_left(self._key(job)) > 0
+
+
+class Walk:
+    """One pass over a WaitingQueue (see ``WaitingQueue.walk``).
+
+    Classes passed over are remembered; ``reopen`` brings them back, from the current
+    position on, when what ``skip`` depends on changes (a top dog started and freed a
+    reservation slot of its group).
+    """
+
+    def __init__(self, queue: WaitingQueue, due: list[Job], bound: int, skip) -> None:
+        self.queue, self.bound, self.skip = queue, bound, skip
+        self.heap: list[tuple] = [(job.order_key, 0, None, job) for job in due]
+        self.dropped: list[tuple] = []
+        self.at: tuple = ()
+        for cls, bucket in queue._classes.items():
+            self._push(cls, bucket[0])
+        heapify(self.heap)
+
+    def _push(self, cls: tuple, job: Job, heap: bool = False) -> None:
+        if self.skip(*cls, self.bound):
+            self.dropped.append(cls)
+        elif heap:
+            heappush(self.heap, (job.order_key, id(cls), cls, job))
+        else:
+            self.heap.append((job.order_key, id(cls), cls, job))
+
+    def __iter__(self) -> Walk:
+        return self
+
+    def __next__(self) -> Job:
+        heap = self.heap
+        while heap:
+            key, _, cls, job = heap[0]
+            if cls is not None and self.skip(*cls, self.bound):
+                heappop(heap)
+                self.dropped.append(cls)
+                continue
+            self.at = key
+            if cls is None:
+                heappop(heap)
+            else:
+                nxt = self._after(cls, key)
+                if nxt is None:
+                    heappop(heap)
+                else:
+                    heapreplace(heap, (nxt.order_key, id(cls), cls, nxt))
+            return job
+        raise StopIteration
+
+    def _after(self, cls: tuple, key: tuple) -> Job | None:
+        bucket = self.queue._classes.get(cls)
+        if bucket is None:
+            return None
+        i = bucket.bisect_key_right(key)
+        return bucket[i] if i < len(bucket) else None
+
+    def reopen(self) -> None:
+        """Bring back the classes passed over, from the current position on."""
+        dropped, self.dropped = self.dropped, []
+        for cls in dict.fromkeys(dropped):
+            nxt = self._after(cls, self.at)
+            if nxt is not None:
+                self._push(cls, nxt, heap=True)
