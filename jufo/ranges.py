@@ -280,12 +280,19 @@ class NodeCores:
 
     def union(self, other: NodeCores, shape: list[int]) -> NodeCores:
         """New set: self ∪ other.  O(partial nodes of both) plus big-int operations."""
+        if not self.part and not other.part:  # whole nodes only: one big-int operation
+            return NodeCores(self.full | other.full)
         out = self.copy()
         out.update(other, shape)
         return out
 
     def difference(self, other: NodeCores, shape: list[int]) -> NodeCores:
         """New set: self − other.  O(partial nodes of both) plus big-int operations."""
+        if not other.part:
+            if not self.part:
+                return NodeCores(self.full & ~other.full)
+            if not other.full:
+                return self.copy()
         out = self.copy()
         out.subtract(other, shape)
         return out

@@ -268,13 +268,16 @@ class NodeState(SystemState):
         window, from a sliding window over the reserved-resources profile. O(releases)
         set operations in all.
         """
-        now, wall = self.now, job.wall
+        now, wall, k = self.now, job.wall, job.nodes
         shape = self.machine.shape
+        eligible = self.machine.eligible(job.queue, job.cores_per_node)
         base = self.free.copy()
         reserved = self.reserved.window(self.algebra.union)
+        # candidates: running jobs' ends, and the reserved profile's breakpoints (the ends of
+        # planned allocations, and their starts, which can never be the first fit: harmless)
         ends = merge(
             ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(now + 1, -1))),
-            ((end, -1, None) for end in sorted({a.end for a in self.planned if a.end > now})),
+            ((t, -1, None) for t in self.reserved.times if t > now),
         )
         t = now
         pending = next(ends, None)
@@ -283,7 +286,10 @@ class NodeState(SystemState):
                 if pending[2] is not None:  # a running job's resources come back
                     base.update(pending[2].resources, shape)
                 pending = next(ends, None)
-            if base.node_count() >= job.nodes and not self._limited(job, t):
+            # quick count first: nodes the queue may use with a free core (whole nodes suffice
+            # to count when nothing is partly used)
+            enough = (base.full & eligible).bit_count() >= k if not base.part else base.node_count() >= k
+            if enough and not self._limited(job, t):
                 blocked = reserved.over(t, t + wall)
                 found = self._choose(job, t, t + wall, base.difference(blocked, shape) if blocked else base)
                 if found is not None:
