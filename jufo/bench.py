@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -119,12 +118,16 @@ CASES: dict[str, Shape] = {
 
 
 def _time(cmd: list[str]) -> tuple[float, int]:
-    """Wall time of a command and its peak resident memory in KiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall time of a command and its own peak resident memory in KiB (os.wait4 reports the
+    usage of exactly that child, not a maximum over all children so far)."""
     began = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - began
-    return elapsed, max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, cmd)
+    return elapsed, usage.ru_maxrss
 
 
 _BASELINE = "from lxml import etree; import sys; t = etree.parse(sys.argv[1]); open(sys.argv[2], 'wb').write(etree.tostring(t))"

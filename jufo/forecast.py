@@ -130,7 +130,7 @@ def place_running(job: Job, state: SystemState, report: Report) -> Any:
     shape = machine.shape
     if job.nodelist:
         try:
-            entries = parse_nodelist(job.nodelist, machine)
+            entries = parse_nodelist(job.nodelist, machine, job.total_cores)
         except ValueError as err:
             report.warn(job.label, "nodelist", job.nodelist, f"{err}; placing the job on the lowest free cores")
         else:

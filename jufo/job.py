@@ -21,6 +21,9 @@ from .errors import Report
 from .lml import LmlObject
 
 RUNNING, WAITING = "Running", "Idle"
+# What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
+WAITING_STATES = {"Idle", "Pending", "Queued"}
+HELD_STATES = {"User Hold", "System Hold", "Hold", "Held"}
 
 
 @dataclass(eq=False)
@@ -84,18 +87,24 @@ class JobReader:
 
     def read(self, obj: LmlObject) -> Job:
         d = obj.data
-        job = Job(obj.id, obj.index, d, d.get("state", "").strip())
+        state = d.get("state", "").strip()
+        job = Job(obj.id, obj.index, d, RUNNING if state == RUNNING else WAITING if state in WAITING_STATES else state)
         job.owner, job.group, job.queue = d.get("owner", ""), d.get("group", ""), d.get("queue", "")
         if not job.state:
             self._bad(job, obj, "state", "is needed to tell running from waiting jobs")
             return job
+        if job.state in HELD_STATES:
+            job.reason = f"Held: state {job.state!r}; no start is predicted until it is released"
+            return job
         if job.state not in (RUNNING, WAITING):
-            job.reason = f"NotQueued: state {job.state!r} is neither Running nor Idle"
+            job.reason = f"NotQueued: state {job.state!r} is neither running nor waiting"
             return job
         self._size(job, obj)
         job.queued = self._date(job, obj, "queuedate", default=0)
         if job.running:
-            job.started = self._date(job, obj, "dispatchdate", default=0)
+            # a pending job's starttime is the batch system's own forecast: never read as a fact
+            key = "dispatchdate" if d.get("dispatchdate") or not d.get("starttime") else "starttime"
+            job.started = self._date(job, obj, key, default=0)
             job.nodelist = d.get("nodelist") or None
             if job.nodelist in ("-", ""):
                 job.nodelist = None
@@ -153,9 +162,16 @@ class JobReader:
             return default
 
     def _size(self, job: Job, obj: LmlObject) -> None:
-        nodes = self._whole(job, obj, "nummachines")
-        per_node = self._whole(job, obj, "taskspernode")
+        """Nodes from nummachines or numnodes; cores per node from taskspernode or ppn (or
+        totalcores / nodes); totalcores, else totaltasks × tpt."""
+        key = "nummachines" if obj.data.get("nummachines") else "numnodes"
+        nodes = self._whole(job, obj, key)
+        per_node = self._whole(job, obj, "taskspernode" if obj.data.get("taskspernode") else "ppn")
         total = self._whole(job, obj, "totalcores")
+        if total is None and obj.data.get("totaltasks"):
+            tasks = self._whole(job, obj, "totaltasks")
+            per_task = self._whole(job, obj, "tpt") if obj.data.get("tpt") else 1
+            total = tasks * per_task if tasks and per_task else None
         if job.reason:
             return
         if nodes and per_node:

@@ -10,14 +10,16 @@ from .errors import Report
 from .lml import LmlObject
 from .ranges import full_mask
 
-_CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)")
+_CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)|\[\s*([^:\[\]\s]+)\s*:\s*(\d+)\s*\]")
+UNUSABLE_STATES = {"down", "drained", "drain", "maint", "unknown", "offline", "fail", "failing"}
 
 
 def parse_classes(text: str) -> dict[str, int]:
-    """``(small,4)(medium,8)`` → ``{'small': 4, 'medium': 8}``; ValueError if malformed.
+    """Cores per queue on a node: ``(small,4)(medium,8)`` (LoadLeveler style) or
+    ``[batch:128][devel:64]`` (LLview's Slurm adapter); ValueError if malformed.
 
-    >>> parse_classes("(small,4)(medium,8)")
-    {'small': 4, 'medium': 8}
+    >>> parse_classes("(small,4)(medium,8)"), parse_classes("[batch:128][devel:64]")
+    ({'small': 4, 'medium': 8}, {'batch': 128, 'devel': 64})
     """
     text = text.strip()
     out: dict[str, int] = {}
@@ -25,8 +27,8 @@ def parse_classes(text: str) -> dict[str, int]:
     while pos < len(text):
         m = _CLASS.match(text, pos)
         if not m:
-            raise ValueError(f"cannot read {text[pos:]!r}; expected (queue,cores)(queue,cores)...")
-        out[m.group(1)] = int(m.group(2))
+            raise ValueError(f"cannot read {text[pos:]!r}; expected (queue,cores)... or [queue:cores]...")
+        out[m.group(1) or m.group(3)] = int(m.group(2) or m.group(4))
         pos = m.end()
         while pos < len(text) and text[pos].isspace():
             pos += 1
@@ -42,9 +44,12 @@ class Node:
     name: str
     ncores: int
     classes: dict[str, int] | None  # None: every queue may use every core
+    usable: bool = True  # False: Down, Drained, Maint or Unknown: no new jobs
 
     def limit(self, queue: str) -> int:
-        """Cores of this node that jobs of ``queue`` may use at once."""
+        """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
+        if not self.usable:
+            return 0
         if self.classes is None:
             return self.ncores
         return min(self.classes.get(queue, 0), self.ncores)
@@ -58,7 +63,7 @@ class Machine:
         self.shape = [full_mask(n.ncores) for n in nodes]  # full core mask per node
         self.all_nodes = full_mask(len(nodes))
         self.max_cores = max((n.ncores for n in nodes), default=0)
-        self.total_cores = sum(n.ncores for n in nodes)
+        self.total_cores = sum(n.ncores for n in nodes if n.usable)
         self.by_name: dict[str, Node] = {}
         for node in nodes:
             self.by_name.setdefault(node.id, node)
@@ -68,7 +73,8 @@ class Machine:
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
         for node in nodes:
-            signature = (node.ncores, tuple(sorted(node.classes.items())) if node.classes is not None else None)
+            signature = (node.ncores, node.usable,
+                         tuple(sorted(node.classes.items())) if node.classes is not None else None)
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
@@ -123,12 +129,15 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
             report.error(obj.label, "ncores", None, "missing; every node needs its core count")
             continue
         classes = None
-        if "avail_classes" in obj.data:
+        key = "avail_classes" if "avail_classes" in obj.data else "classes" if obj.data.get("classes") else None
+        if key is not None:
             try:
-                classes = parse_classes(obj.data["avail_classes"])
+                classes = parse_classes(obj.data[key])
             except ValueError as err:
-                report.error(obj.label, "avail_classes", obj.data["avail_classes"], str(err))
-        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes))
+                report.error(obj.label, key, obj.data[key], str(err))
+        state = obj.data.get("state", "").strip()
+        usable = state.lower() not in UNUSABLE_STATES
+        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable))
     return Machine(nodes)
 
 
@@ -138,21 +147,46 @@ _PAIR = re.compile(r"\(\s*([^(),\s]+)\s*,\s*(\d+)\s*\)")
 NodelistEntry = tuple[int, int | None, int | None]  # node index, core mask or None, core count or None
 
 
-def parse_nodelist(text: str, machine: Machine) -> list[NodelistEntry]:
-    """Read a node list in either LML form; ValueError naming the part that is wrong.
+def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> list[NodelistEntry]:
+    """Read a node list in any form LML adapters write; ValueError naming the part that is wrong.
 
-    ``(name,n)(name,n)`` — n cores on the node whose object name or id is ``name`` — is taken
-    when the text has that shape and every name is a node; otherwise the nested-range form
-    ``(1-2(4-5))`` (1-based node positions in document order, then 1-based cores). An entry
-    without a core mask leaves the choice of cores to the caller.
+    - ``(name,n)(name,n)``: pairs of a node (object name or id) and a number. LLview's Slurm
+      adapter writes *cores per node* (``(jrc0001,128)``); PTP's LoadLeveler adapter writes one
+      pair *per task* with its core index (``(node01,0)(node01,1)``). The rule: a repeated
+      name or a 0 means per task; otherwise, if the numbers add up to the job's ``cores``
+      (totalcores, or totaltasks) they are cores per node; if instead the pairs count them,
+      per task; else cores per node. So a single ``(node01,4)`` is 4 cores for a 4-core job
+      and task 1 on core index 4 for a 1-core job.
+    - ``(1-2(4-5))``: nested ranges, 1-based node positions in document order, then cores.
+    - ``jrc[0001-0002,0007]``, ``n1,n2``: a Slurm hostlist or plain names: whole nodes.
+    An entry without a core mask leaves the choice of cores to the caller.
     """
     from .ranges import mask_of, parse_nested
 
     text = text.strip()
     if _NAME_PAIRS.fullmatch(text):
-        pairs = _PAIR.findall(text)
+        pairs = [(name, int(n)) for name, n in _PAIR.findall(text)]
         if all(name in machine.by_name for name, _ in pairs):
-            return [(machine.by_name[name].index, None, int(n)) for name, n in pairs]
+            names = [name for name, _ in pairs]
+            numbers = [n for _, n in pairs]
+            per_task = len(set(names)) < len(names) or 0 in numbers or (
+                cores is not None and sum(numbers) != cores and len(pairs) == cores)
+            if per_task:
+                out: list[NodelistEntry] = []
+                for name, index in pairs:
+                    node = machine.by_name[name]
+                    if index >= node.ncores:
+                        raise ValueError(f"core index {index} is beyond node {name}'s {node.ncores} cores")
+                    out.append((node.index, 1 << index, None))
+                return out
+            return [(machine.by_name[name].index, None, n) for name, n in pairs]
+    if not text.startswith("("):
+        out = []
+        for name in expand_hostlist(text):
+            if name not in machine.by_name:
+                raise ValueError(f"no node named {name!r}")
+            out.append((machine.by_name[name].index, machine.shape[machine.by_name[name].index], None))
+        return out
     try:
         groups = parse_nested(text)
     except ValueError:
@@ -173,3 +207,44 @@ def parse_nodelist(text: str, machine: Machine) -> list[NodelistEntry]:
                         raise ValueError(f"core {mask.bit_length()} is beyond node {n + 1}'s {machine.nodes[n].ncores} cores")
                 out.append((n, mask, None))
     return out
+
+
+_HOST = re.compile(r"([^\[\],]*)\[([^\]]+)\]([^\[\],]*)")
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Names of a Slurm hostlist; ValueError if malformed.
+
+    >>> expand_hostlist("jrc[0001-0002,0007],login1")
+    ['jrc0001', 'jrc0002', 'jrc0007', 'login1']
+    """
+    names: list[str] = []
+    depth, part = 0, ""
+    parts: list[str] = []
+    for ch in text.strip():
+        if ch == "," and depth == 0:
+            parts.append(part)
+            part = ""
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        part += ch
+    parts.append(part)
+    for part in (p.strip() for p in parts):
+        if not part:
+            continue
+        m = _HOST.fullmatch(part)
+        if m is None:
+            if "[" in part or "]" in part or "(" in part:
+                raise ValueError(f"cannot read {part!r} as a host name or hostlist")
+            names.append(part)
+            continue
+        prefix, ranges, suffix = m.groups()
+        for item in ranges.split(","):
+            lo, _, hi = item.strip().partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()):
+                raise ValueError(f"cannot read {item!r} in {part!r}")
+            width = len(lo)
+            for n in range(int(lo), int(hi or lo) + 1):
+                names.append(f"{prefix}{n:0{width}d}{suffix}")
+    return names
