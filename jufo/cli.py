@@ -18,7 +18,7 @@ import click
 
 from . import lml
 from .errors import InputError, Report
-from .forecast import prepare, read_snapshot, predict as run_prediction, results
+from .forecast import load_preset, prepare, read_snapshot, predict as run_prediction, results
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -93,18 +93,25 @@ def main() -> None:
 @main.command()
 @click.argument("input_path", metavar="INPUT")
 @click.option("-o", "--output", default="-", show_default=True, help="Output LML file ('-': standard output).")
+@click.option("--config", "preset", default=None, metavar="FILE",
+              help="A preset: an LML file with one scheduler object, or a name from configs/ (juropa-moab).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scheduler key (repeatable), e.g. --set maxtopdogs=all.")
 @click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
-def predict(input_path: str, output: str, overrides: tuple[str, ...], verbose: bool, quiet: bool) -> None:
-    """Predict start and end times of the jobs in INPUT and write them into a copy of it."""
+def predict(input_path: str, output: str, preset: str | None, overrides: tuple[str, ...], verbose: bool,
+            quiet: bool) -> None:
+    """Predict start and end times of the jobs in INPUT and write them into a copy of it.
+
+    Scheduler keys: --set wins over --config, which wins over INPUT's scheduler object,
+    which wins over the defaults.
+    """
     began = time.perf_counter()
     if output != "-" and input_path != "-" and _same_file(input_path, output):
         raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
                                  param_hint="-o")
-    settings = parse_overrides(overrides)
+    settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
     report = Report(quiet=quiet)
     doc = lml.read(input_path)
     bar = progress_bar()

@@ -87,7 +87,8 @@ class Forecast:
 
 def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = None
             ) -> tuple[Snapshot, Configuration] | None:
-    """Read the snapshot and check the configuration; None if anything fatal was collected."""
+    """Read the snapshot and check the configuration; None if anything fatal was collected.
+    ``overrides`` (a preset, then ``--set`` keys) win over the snapshot's scheduler object."""
     snap = read_snapshot(doc, report)
     if snap is None:
         return None
@@ -96,6 +97,39 @@ def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = No
     if config is None or report.errors:
         return None
     return snap, config
+
+
+def load_preset(name: str) -> dict[str, str]:
+    """Scheduler keys of a preset: an LML file with one scheduler object, by path or by the
+    name of a file in ``configs/`` (``juropa-moab``). InputError (exit 2) if there is none."""
+    from pathlib import Path
+
+    from .lml import read
+
+    path = Path(name)
+    if not path.exists():
+        local = Path(__file__).resolve().parent.parent / "configs" / f"{name.removesuffix('.xml')}.xml"
+        if local.exists():
+            path = local
+        else:
+            from importlib import resources
+
+            try:
+                packaged = resources.files("jufo.configs") / f"{name.removesuffix('.xml')}.xml"
+                found = packaged.is_file()
+            except ModuleNotFoundError:
+                found = False
+            if not found:
+                raise InputError(name, "--config", name, "no such file, nor a preset of that name in configs/")
+            path = Path(str(packaged))
+    doc = read(str(path))
+    schedulers = doc.of_type("scheduler")
+    if not schedulers:
+        raise InputError(str(path), "scheduler", None, "a preset needs one scheduler object")
+    settings: dict[str, str] = {}
+    for obj in schedulers:
+        settings.update(obj.data)
+    return settings
 
 
 def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None,

@@ -182,10 +182,12 @@ class JobReader:
             nodes = max(1, ceil(total / max(self.max_cores, 1)))
             per_node = ceil(total / nodes)
         elif nodes:
-            self.report.warn(obj.label, "taskspernode", None, "missing and no totalcores; assuming 1 core per node")
+            self.report.warn(obj.label, "taskspernode", None, "no cores per node (taskspernode/ppn) and no "
+                             "totalcores; assuming 1 core per node")
             per_node = 1
         else:
-            self.report.warn(obj.label, "nummachines", None, "no nummachines, taskspernode or totalcores; assuming 1 core")
+            self.report.warn(obj.label, "totalcores", None, "no size given (nummachines/numnodes, "
+                             "taskspernode/ppn, totalcores, totaltasks); assuming 1 node, 1 core")
             nodes, per_node = 1, 1
         job.nodes, job.cores_per_node = nodes, per_node
         job.total_cores = total if total else nodes * per_node

@@ -23,31 +23,46 @@ class Reservation:
 
 
 def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, report: Report) -> list[Reservation]:
-    """Reservations with ``starttime``, ``endtime`` and ``nodelist``; bad values are fatal.
+    """Reservations from ``starttime`` and ``endtime`` (or ``wall``: seconds, ``04:00:00``,
+    ``1-00:00:00``) and ``nodelist`` (a Slurm hostlist ``jrc[0001-0002]``, plain names, or the
+    node-list forms of jobs). Nodes listed without cores are reserved whole.
 
-    Nodes listed without cores are reserved whole; ``(name,n)`` reserves the lowest n cores.
+    Every reservation, ``MAINT`` or not, blocks its nodes for its interval to every job. One
+    that cannot be read is left out with a warning naming it: the rest of the forecast stands.
     Reservations that ended before time zero are dropped.
     """
+    from .dates import parse_seconds
+
     out: list[Reservation] = []
     for obj in objects:
-        times = []
-        for key in ("starttime", "endtime"):
-            raw = obj.data.get(key)
+        d = obj.data
+        try:
+            start = parse_date(d.get("starttime", ""))[0] - epoch
+        except ValueError as err:
+            report.warn(obj.label, "starttime", d.get("starttime"), f"{err}; reservation left out")
+            continue
+        if d.get("endtime"):
+            key = "endtime"
             try:
-                times.append(parse_date(raw or "")[0] - epoch)
+                end = parse_date(d["endtime"])[0] - epoch
             except ValueError as err:
-                report.error(obj.label, key, raw, str(err))
-        raw = obj.data.get("nodelist", "")
+                report.warn(obj.label, key, d[key], f"{err}; reservation left out")
+                continue
+        else:
+            key = "wall"
+            try:
+                end = start + parse_seconds(d.get("wall", ""))
+            except ValueError:
+                report.warn(obj.label, "wall", d.get("wall"), "neither endtime nor a usable wall; reservation left out")
+                continue
+        if end <= start:
+            report.warn(obj.label, key, d.get(key), "ends before it starts; reservation left out")
+            continue
+        raw = d.get("nodelist", "")
         try:
             entries = parse_nodelist(raw, machine)
         except ValueError as err:
-            report.error(obj.label, "nodelist", raw, str(err))
-            continue
-        if len(times) != 2:
-            continue
-        start, end = times
-        if end <= start:
-            report.error(obj.label, "endtime", obj.data.get("endtime"), "is not after starttime")
+            report.warn(obj.label, "nodelist", raw, f"{err}; reservation left out")
             continue
         if end <= 0:
             continue
@@ -57,7 +72,7 @@ def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, re
             if mask is None:
                 mask = shape if count is None else (lowest(shape, count) or shape)
             resources.add_node(node, mask, machine.shape)
-        out.append(Reservation(obj.id, start, end, resources))
+        out.append(Reservation(d.get("resid") or obj.id, start, end, resources))
     return out
 
 

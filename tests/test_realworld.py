@@ -1,0 +1,154 @@
+"""Real-world LML as LLview's Slurm adapter and PTP's LML_da write it (issue 5)."""
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLES, predictions, running, snapshot, waiting
+from jufo.cli import main
+from jufo.node import Machine, Node, expand_hostlist, parse_classes, parse_nodelist
+
+
+def predict(tmp_path, raw: bytes, *options: str):
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    src.write_bytes(raw)
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out), *options])
+    assert result.exit_code == 0, result.stderr
+    return out.read_bytes(), result.stderr
+
+
+def without_results(data: bytes) -> bytes:
+    return b"\n".join(line for line in data.split(b"\n") if b'key="jufo_' not in line)
+
+
+@pytest.mark.parametrize("sample,start", [("slurm-adapter.xml", "06/03/25-15:00:00"),
+                                          ("slurm-adapter-maint.xml", "06/03/25-12:00:00")])
+def test_slurm_adapter_acceptance(tmp_path, sample, start):
+    raw = (SAMPLES / sample).read_bytes()
+    out, _ = predict(tmp_path, raw)
+    assert predictions(out)["j000002"]["jufo_starttime"] == start
+    assert predictions(out)["j000002"]["jufo_nodelist"] == "(jrc0001,128)(jrc0002,128)"
+    assert without_results(out) == raw  # pstat objects, tables, the adapter's own keys: all kept
+
+
+def test_ptp_loadleveler_acceptance(tmp_path):
+    raw = (SAMPLES / "ptp-loadleveler.xml").read_bytes()
+    out, stderr = predict(tmp_path, raw)
+    jobs = predictions(out)
+    assert jobs["j000002"]["jufo_starttime"] == "11/24/11-15:00:00"  # now
+    assert jobs["j000002"]["jufo_nodelist"] == "(node01,1)"  # one core, beside the running tasks
+    assert jobs["j000001"]["jufo_ranges"] == "(1(1-2))"  # tasks on core indices 0 and 1
+    assert jobs["j000003"]["jufo_reason"].startswith("Held")
+    assert "job j000002: totalcores: no size given" in stderr
+    assert without_results(out) == raw
+
+
+def test_no_scheduler_object_runs_defaults(tmp_path):
+    out, _ = predict(tmp_path, snapshot({"a": waiting(2, 10)}))
+    assert predictions(out)["a"]["jufo_starttime"] == "01/10/12-12:00:00"
+
+
+@pytest.fixture
+def machine():
+    nodes = [Node(0, "nd1", "jrc0001", 128, None), Node(1, "nd2", "jrc0002", 128, None),
+             Node(2, "nd3", "node01", 8, None)]
+    return Machine(nodes)
+
+
+def test_cores_per_node_pairs(machine):
+    assert parse_nodelist("(jrc0001,128)(jrc0002,128)", machine, 256) == [(0, None, 128), (1, None, 128)]
+
+
+def test_per_task_pairs(machine):
+    # a repeated name, or a core index 0, means one pair per task
+    assert parse_nodelist("(node01,0)(node01,1)", machine, 2) == [(2, 1, None), (2, 2, None)]
+    assert parse_nodelist("(node01,0)", machine, 1) == [(2, 1, None)]
+
+
+def test_single_ambiguous_pair(machine):
+    """(node01,4): 4 cores for a 4-core job; the task on core index 4 for a 1-core job."""
+    assert parse_nodelist("(node01,4)", machine, 4) == [(2, None, 4)]
+    assert parse_nodelist("(node01,4)", machine, 1) == [(2, 1 << 4, None)]
+    assert parse_nodelist("(node01,4)", machine, None) == [(2, None, 4)]  # unknown size: cores
+
+
+def test_hostlists(machine):
+    assert expand_hostlist("jrc[0001-0002,0007],login1") == ["jrc0001", "jrc0002", "jrc0007", "login1"]
+    assert [n for n, _, _ in parse_nodelist("jrc[0001-0002]", machine)] == [0, 1]
+    assert [n for n, _, _ in parse_nodelist("jrc0002,node01", machine)] == [1, 2]
+    with pytest.raises(ValueError, match="no node named 'jrc0009'"):
+        parse_nodelist("jrc[0009]", machine)
+
+
+def test_classes_both_spellings():
+    assert parse_classes("[batch:128][devel:64]") == {"batch": 128, "devel": 64}
+    assert parse_classes("(small,4)") == {"small": 4}
+
+
+def test_node_states(tmp_path):
+    nodes = {"n1": {"ncores": 4, "state": "Down"}, "n2": {"ncores": 4, "state": "Idle"}}
+    out, _ = predict(tmp_path, snapshot({"a": waiting(4, 10), "b": waiting(4, 10, queued="01/10/12-11:10:00")},
+                                        nodes=nodes))
+    jobs = predictions(out)
+    assert jobs["a"]["jufo_nodelist"] == "(n2,4)"  # not on the down node
+    assert jobs["b"]["jufo_starttime"] == "01/10/12-12:00:10"
+
+
+def test_size_keys(tmp_path):
+    jobs = {
+        "numnodes_ppn": {**waiting(1, 10), "nummachines": "", "taskspernode": "", "numnodes": 2, "ppn": 3},
+        "tasks_tpt": {"state": "Idle", "queuedate": "01/10/12-11:00:00", "wall": 10, "totaltasks": 3, "tpt": 2},
+    }
+    out, _ = predict(tmp_path, snapshot(jobs, nodes={"n1": 8, "n2": 8}))
+    got = predictions(out)
+    assert got["numnodes_ppn"]["jufo_nodelist"] == "(n1,3)(n2,3)"
+    assert got["tasks_tpt"]["jufo_nodelist"] == "(n1,6)"
+
+
+def test_pending_and_held_states(tmp_path):
+    jobs = {"p": {**waiting(1, 10), "state": "Pending"}, "h": {**waiting(1, 10), "state": "System Hold"},
+            "r": {**running(1, 50), "starttime": "01/10/12-11:59:10", "dispatchdate": ""}}
+    out, _ = predict(tmp_path, snapshot(jobs))
+    got = predictions(out)
+    assert got["p"]["jufo_starttime"] == "01/10/12-12:00:00"
+    assert got["h"]["jufo_reason"].startswith("Held: state 'System Hold'")
+    assert got["r"]["jufo_endtime"] == "01/10/12-12:00:50"  # running: starttime + wall
+
+
+@pytest.mark.parametrize("when", [{"endtime": "01/10/12-12:01:00"}, {"wall": "00:01:00"}, {"wall": "60"}])
+def test_reservation_end_forms(tmp_path, when):
+    res = {"maint": {"starttime": "01/10/12-12:00:00", "nodelist": "n[1]", "flags": "MAINT", **when}}
+    out, _ = predict(tmp_path, snapshot({"a": waiting(4, 10)}, nodes={"n1": 4}, reservations=res))
+    assert predictions(out)["a"]["jufo_starttime"] == "01/10/12-12:01:00"
+
+
+def test_bad_reservation_is_left_out_with_a_warning(tmp_path):
+    res = {"r1": {"starttime": "01/10/12-12:00:00", "wall": "1:00:00", "nodelist": "nosuch[1-2]"}}
+    out, stderr = predict(tmp_path, snapshot({"a": waiting(4, 10)}, reservations=res))
+    assert "reservation r1: nodelist='nosuch[1-2]': no node named 'nosuch1'; reservation left out" in stderr
+    assert predictions(out)["a"]["jufo_starttime"] == "01/10/12-12:00:00"
+
+
+def test_config_precedence(tmp_path):
+    """--set > --config > the snapshot's scheduler object > defaults."""
+    raw = (SAMPLES / "thesis-table-3.1.xml").read_bytes()  # says Backfilling
+    fcfs, _ = predict(tmp_path, raw, "--config", "fcfs")
+    assert predictions(fcfs)["j4"]["jufo_starttime"] == "01/10/12-12:00:06"  # FCFS: j4 waits
+    both, _ = predict(tmp_path, raw, "--config", "fcfs", "--set", "scheduling_algorithm=List")
+    assert predictions(both)["j1"]["jufo_starttime"] == "01/10/12-12:00:00"  # List: j1 first
+    preset = tmp_path / "mine.xml"
+    preset.write_bytes(snapshot({}, scheduler={"scheduling_algorithm": "FCFS"}))
+    by_path, _ = predict(tmp_path, raw, "--config", str(preset))
+    assert by_path == fcfs
+
+
+def test_missing_preset(tmp_path):
+    src = tmp_path / "in.xml"
+    src.write_bytes(snapshot({}))
+    result = CliRunner().invoke(main, ["predict", str(src), "--config", "nope"])
+    assert result.exit_code == 2 and "--config='nope'" in result.stderr
+
+
+@pytest.mark.parametrize("preset", ["default", "fcfs", "conservative", "juropa-moab", "jugene-loadleveler",
+                                    "slurm-multifactor"])
+def test_presets_run(tmp_path, preset):
+    predict(tmp_path, (SAMPLES / "slurm-adapter.xml").read_bytes(), "--config", preset)
