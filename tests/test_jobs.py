@@ -42,7 +42,7 @@ def test_missing_queuedate_defaults_with_warning(jufo):
 def test_no_size_defaults_to_one_core(jufo):
     run = jufo(snapshot({"a": {"state": "Idle", "wall": 10, "queuedate": "01/10/12-11:00:00"}}))
     assert run.jobs["a"]["jufo_ranges"] == "(1(1))"
-    assert "assuming 1 core" in run.stderr
+    assert "assuming 1 node, 1 core" in run.stderr
 
 
 def test_totalcores_only_spreads_over_fewest_nodes(jufo):
