@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import dependency
 from .configuration import Configuration
 from .dates import DEFAULT_FORMAT, format_date, parse_date
 from .errors import InputError, Report
@@ -148,7 +149,8 @@ def predict(doc: Document, report: Report, overrides: dict[str, str] | None = No
     sim = config.make_simulation(state, snap.epoch, report)
     sim.progress = progress
     waiting = [job for job in snap.jobs if not job.running and job.reason is None]
-    sim.run(running, lambda job: place_running(job, state, report), reservations, waiting)
+    sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,
+            dependency.resolve(snap.jobs))
     return Forecast(snap, config, sim)
 
 

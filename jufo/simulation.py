@@ -17,6 +17,7 @@ from typing import Any
 from .errors import Report
 from .job import Job
 from .reservation import Reservation
+from .dependency import END, START
 from .sorter import JobSorter, WaitingQueue, Walk
 from .state import Allocation, Failures, SystemState
 from .timeline import Kind, Timeline
@@ -49,17 +50,22 @@ class Simulation(ABC):
         self.started = 0
         self.queued = 0
         self.ended_early = False  # a job ended before its wall since the last pass
+        self.dependencies: dict[Job, list[tuple[str, Job]]] = {}
+        self.blocked: dict[Job, set[tuple[str, Job]]] = {}  # jobs held back by dependencies
+        self.watchers: dict[tuple[str, Job], list[Job]] = {}
         self.progress: Callable[[int, int], None] | None = None  # (started, queued), now and then
 
     # -- template ----------------------------------------------------------------------------
     def run(self, running: list[Job], place: Callable[[Job], Any], reservations: list[Reservation],
-            waiting: list[Job]) -> None:
+            waiting: list[Job], dependencies: dict[Job, list[tuple[str, Job]]] | None = None) -> None:
         """Simulate until every queued job has a start, or the horizon or the events run out.
 
-        ``place(job)`` gives the resources a running job holds, given what is in use so far.
+        ``place(job)`` gives the resources a running job holds, given what is in use so far;
+        ``dependencies`` the jobs a job waits for (see the dependency module).
         """
         self.insert_running_jobs(running, place)
         self.insert_reservations(reservations)
+        self.dependencies = dependencies or {}
         self.queue_jobs(waiting)
         horizon = self.policy.horizon
         while self.timeline:
@@ -76,6 +82,8 @@ class Simulation(ABC):
                     self.state.finish(payload)
                     if payload.end > now:
                         self.ended_early = True
+                    if payload.job is not None:
+                        self.satisfy(END, payload.job, now)
                 elif kind is Kind.RESERVATION_END:
                     self.state.unplan(payload)
                 elif kind is Kind.ARRIVAL:
@@ -123,6 +131,8 @@ class Simulation(ABC):
         self.queued = len(eligible)
         for job in eligible:
             job.shape = (self.state.shape(job), self.state.size(job))
+            if self.hold_back(job):
+                continue
             if job.queued > 0:
                 self.timeline.push(job.queued, Kind.ARRIVAL, job)
             else:
@@ -131,6 +141,30 @@ class Simulation(ABC):
 
     def add_waiting(self, job: Job) -> None:
         self.waiting.add(job)
+
+    def hold_back(self, job: Job) -> bool:
+        """Keep ``job`` out of the queue while jobs it depends on have not started or ended."""
+        pending = set()
+        for when, other in self.dependencies.get(job, ()):
+            done = other.running and (when == START or (other.end is not None and other.end <= 0))
+            if not done:
+                pending.add((when, other))
+                self.watchers.setdefault((when, other), []).append(job)
+        if pending:
+            self.blocked[job] = pending
+        return bool(pending)
+
+    def satisfy(self, when: str, job: Job, now: int) -> None:
+        """``job`` started or ended at ``now``: jobs waiting for that may queue (at their queue
+        date at the earliest); they arrive as an event, so a pass in progress is not disturbed."""
+        for dependent in self.watchers.pop((when, job), ()):
+            pending = self.blocked.get(dependent)
+            if pending is None:
+                continue
+            pending.discard((when, job))
+            if not pending:
+                del self.blocked[dependent]
+                self.timeline.push(max(now, dependent.queued), Kind.ARRIVAL, dependent)
 
     @abstractmethod
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
@@ -184,6 +218,9 @@ class Simulation(ABC):
         job.backfilled = backfilled
         self.started += 1
         self.occupy(alloc, job.end)
+        self.satisfy(START, job, now)
+        if job.end <= now:  # over at once: no end event will come
+            self.satisfy(END, job, now)
 
     def occupy(self, alloc: Allocation, end: int) -> None:
         """Hold ``alloc``'s resources (planned until ``alloc.end``) until the job really ends at
@@ -195,6 +232,11 @@ class Simulation(ABC):
 
     def explain_unstarted(self) -> None:
         horizon = self.policy.horizon
+        for job, pending in self.blocked.items():
+            when, other = min(pending, key=lambda p: p[1].index)
+            name = other.data.get("step") or other.id
+            why = f" ({other.reason})" if other.reason else ""
+            job.reason = f"Dependency: waits for job {name} to {when}{why}"
         for job in list(self.waiting) + self.not_arrived():
             if horizon is not None:
                 job.reason = f"BeyondHorizon: no start within the horizon of {horizon} s"

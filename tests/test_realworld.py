@@ -152,3 +152,41 @@ def test_missing_preset(tmp_path):
                                     "slurm-multifactor"])
 def test_presets_run(tmp_path, preset):
     predict(tmp_path, (SAMPLES / "slurm-adapter.xml").read_bytes(), "--config", preset)
+
+
+def test_dependencies_wait_for_the_simulated_jobs(tmp_path):
+    jobs = {
+        "first": {**waiting(4, 30), "step": "100"},
+        "after_ok": {**waiting(1, 10, queued="01/10/12-11:10:00"), "step": "101", "dependency": "afterok:100"},
+        "after_start": {**waiting(1, 10, queued="01/10/12-11:20:00"), "step": "102",
+                        "dependency": "after:101"},
+        "gone": {**waiting(1, 10, queued="01/10/12-11:30:00"), "dependency": "afterany:999:100"},
+        "held_dep": {**waiting(1, 10, queued="01/10/12-11:40:00"), "dependency": "afterok:103"},
+        "held": {**waiting(1, 10, queued="01/10/12-11:50:00"), "step": "103", "state": "User Hold"},
+    }
+    out, _ = predict(tmp_path, snapshot(jobs))
+    got = predictions(out)
+    assert got["first"]["jufo_starttime"] == "01/10/12-12:00:00"
+    assert got["after_ok"]["jufo_starttime"] == "01/10/12-12:00:30"  # when 100 has ended
+    assert got["after_start"]["jufo_starttime"] == "01/10/12-12:00:30"  # as soon as 101 starts
+    assert got["gone"]["jufo_starttime"] == "01/10/12-12:00:30"  # 999 is not in the snapshot: done
+    assert got["held_dep"]["jufo_reason"].startswith("Dependency: waits for job 103 to end (Held")
+
+
+def test_dependency_on_a_running_job(tmp_path):
+    jobs = {"r": {**running(1, ends_in=40), "step": "7"}, "d": {**waiting(1, 5), "dependency": "afterok:7"}}
+    out, _ = predict(tmp_path, snapshot(jobs))
+    assert predictions(out)["d"]["jufo_starttime"] == "01/10/12-12:00:40"
+
+
+def test_singleton_and_loadleveler_steps(tmp_path):
+    jobs = {
+        "s1": {**waiting(1, 20), "name": "nightly", "dependency": "singleton"},
+        "s2": {**waiting(1, 20, queued="01/10/12-11:10:00"), "name": "nightly", "dependency": "singleton"},
+        "st0": {**waiting(1, 15), "step": "p6a.77.0"},
+        "st1": {**waiting(1, 5, queued="01/10/12-11:00:01"), "step": "p6a.77.1", "dependency": "(step0 == 0)"},
+    }
+    out, _ = predict(tmp_path, snapshot(jobs))
+    got = predictions(out)
+    assert got["s2"]["jufo_starttime"] == "01/10/12-12:00:20"
+    assert got["st1"]["jufo_starttime"] == "01/10/12-12:00:15"
