@@ -43,6 +43,7 @@ class Job:
     nodes: int = 1
     cores_per_node: int = 1
     total_cores: int = 1
+    gpus_per_node: int = 0  # from totalgpus: only nodes with that many GPUs qualify
     started: int | None = None  # running jobs: dispatch date
     nodelist: str | None = None  # running jobs: where they run
     reason: str | None = None  # why the job gets no start
@@ -191,6 +192,9 @@ class JobReader:
             nodes, per_node = 1, 1
         job.nodes, job.cores_per_node = nodes, per_node
         job.total_cores = total if total else nodes * per_node
+        if obj.data.get("totalgpus", "").strip():
+            gpus = self._whole(job, obj, "totalgpus", positive=False)
+            job.gpus_per_node = ceil(gpus / nodes) if gpus else 0
 
 
 def _int(raw: str) -> int:

@@ -45,6 +45,7 @@ class Node:
     ncores: int
     classes: dict[str, int] | None  # None: every queue may use every core
     usable: bool = True  # False: Down, Drained, Maint or Unknown: no new jobs
+    gpus: int = 0
 
     def limit(self, queue: str) -> int:
         """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
@@ -73,18 +74,19 @@ class Machine:
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
         for node in nodes:
-            signature = (node.ncores, node.usable,
+            signature = (node.ncores, node.usable, node.gpus,
                          tuple(sorted(node.classes.items())) if node.classes is not None else None)
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
         self.restricted = cache(self._restricted)
 
-    def _eligible(self, queue: str, cores: int) -> int:
-        """Mask of nodes where ``queue`` may place ``cores`` cores of one job.  O(groups)."""
+    def _eligible(self, queue: str, cores: int, gpus: int = 0) -> int:
+        """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs) of one
+        job.  O(groups)."""
         mask = 0
         for example, members in self._groups:
-            if example.limit(queue) >= cores:
+            if example.limit(queue) >= cores and example.gpus >= gpus:
                 mask |= members
         return mask
 
@@ -137,7 +139,13 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
                 report.error(obj.label, key, obj.data[key], str(err))
         state = obj.data.get("state", "").strip()
         usable = state.lower() not in UNUSABLE_STATES
-        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable))
+        gpus = 0
+        if obj.data.get("gpus", "").strip():
+            try:
+                gpus = int(float(obj.data["gpus"]))
+            except ValueError:
+                report.warn(obj.label, "gpus", obj.data["gpus"], "not a number; taken as no GPUs")
+        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus))
     return Machine(nodes)
 
 

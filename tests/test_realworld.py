@@ -190,3 +190,14 @@ def test_singleton_and_loadleveler_steps(tmp_path):
     got = predictions(out)
     assert got["s2"]["jufo_starttime"] == "01/10/12-12:00:20"
     assert got["st1"]["jufo_starttime"] == "01/10/12-12:00:15"
+
+
+def test_gpu_jobs_only_on_gpu_nodes(tmp_path):
+    nodes = {"cpu1": {"ncores": 4}, "gpu1": {"ncores": 4, "gpus": "4"}}
+    jobs = {"g": {**waiting(1, 10), "totalgpus": 2}, "c": waiting(1, 10, queued="01/10/12-11:10:00"),
+            "too_many": {**waiting(1, 10), "totalgpus": 8}}
+    out, _ = predict(tmp_path, snapshot(jobs, nodes=nodes))
+    got = predictions(out)
+    assert got["g"]["jufo_nodelist"] == "(gpu1,1)"
+    assert got["c"]["jufo_nodelist"] == "(cpu1,1)"
+    assert got["too_many"]["jufo_reason"].startswith("ExceedsSystem: asks 1 nodes with 1 cores and 8 GPUs")
