@@ -100,10 +100,6 @@ class Machine:
                     out[node.index] = lim
         return out
 
-    def queue_capacity(self, queue: str) -> int:
-        """Cores ``queue`` may use on the whole machine when it is empty."""
-        return sum(n.limit(queue) for n in self.nodes)
-
 
 def _mask_of_indices(indices: list[int]) -> int:
     """Bit mask with the given bits set.  O(n) via one int from bytes."""

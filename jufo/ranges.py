@@ -297,25 +297,6 @@ class NodeCores:
         out.subtract(other, shape)
         return out
 
-    def intersection(self, other: NodeCores, shape: list[int]) -> NodeCores:
-        """New set: self ∩ other.  O(partial nodes of both) plus big-int operations.
-
-        >>> s = [0b111, 0b111]
-        >>> NodeCores(0b11).intersection(NodeCores(0b01, {1: 0b100}), s)
-        NodeCores(full=0b1, part={1: 0b100})
-        """
-        full = self.full & other.full
-        part: dict[int, int] = {}
-        for node, mask in self.part.items():
-            both = mask & other.mask(node, shape)
-            if both:
-                part[node] = both
-        if self.full:
-            for node, mask in other.part.items():
-                if (self.full >> node) & 1:
-                    part[node] = mask
-        return NodeCores(full, part)
-
     def isdisjoint(self, other: NodeCores, shape: list[int]) -> bool:
         """True when no core is in both sets.  O(partial nodes of both) plus big-int operations.
 

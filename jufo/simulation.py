@@ -186,7 +186,8 @@ class Simulation(ABC):
             return self.waiting.ordered(now)
         if fresh is not None:
             return sorted(fresh, key=lambda j: self.sorter.key(j, now))
-        return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip)
+        small_only = all(self.saturated(group) for group in self.waiting.groups)
+        return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip, small_only)
 
     def skip(self, group: Any, shape: tuple, size: int, wall: int, bound: int) -> bool:
         """A request class can be passed over when its group can take no new reservation and
@@ -245,7 +246,7 @@ class Simulation(ABC):
                 job.reason = limit or "NoStart: no time found where the job fits"
 
     def not_arrived(self) -> list[Job]:
-        return [p for _, _, _, p in self.timeline._heap if isinstance(p, Job)]
+        return self.timeline.payloads(Kind.ARRIVAL)
 
 
 class FCFS(Simulation):

@@ -22,7 +22,7 @@ from heapq import heapify, heappop, heappush, heapreplace
 from operator import attrgetter
 
 from asteval import Interpreter
-from sortedcontainers import SortedKeyList
+from sortedcontainers import SortedKeyList, SortedList
 
 from .dates import parse_date
 from .errors import Report
@@ -216,7 +216,9 @@ class WaitingQueue:
         self._key = key
         self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
         self._classes: dict[tuple, SortedKeyList] = {}  # unreserved jobs by request class
-        self.per_queue: Counter = Counter()
+        self._by_size: dict[int, set[tuple]] = {}  # request classes by size
+        self._sizes: SortedList = SortedList()
+        self.groups: Counter = Counter()  # request classes per top-dog group
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -233,7 +235,6 @@ class WaitingQueue:
 
     def add(self, job: Job) -> None:
         """O(log n)."""
-        self.per_queue[job.queue] += 1
         if not self.static:
             self._jobs.append(job)
             return
@@ -242,9 +243,16 @@ class WaitingQueue:
         self._file(job)
 
     def _file(self, job: Job) -> None:
-        bucket = self._classes.get(self._class(job))
+        cls = self._class(job)
+        bucket = self._classes.get(cls)
         if bucket is None:
-            bucket = self._classes[self._class(job)] = SortedKeyList(key=self._key)
+            bucket = self._classes[cls] = SortedKeyList(key=self._key)
+            size = cls[2]
+            if size not in self._by_size:
+                self._by_size[size] = set()
+                self._sizes.add(size)
+            self._by_size[size].add(cls)
+            self.groups[cls[0]] += 1
         bucket.add(job)
 
     def _unfile(self, job: Job) -> None:
@@ -254,10 +262,17 @@ class WaitingQueue:
             bucket.remove(job)
             if not bucket:
                 del self._classes[cls]
+                size = cls[2]
+                self._by_size[size].discard(cls)
+                if not self._by_size[size]:
+                    del self._by_size[size]
+                    self._sizes.remove(size)
+                self.groups[cls[0]] -= 1
+                if not self.groups[cls[0]]:
+                    del self.groups[cls[0]]
 
     def remove(self, job: Job) -> None:
         """O(log n) (O(n) with a time-dependent formula)."""
-        self.per_queue[job.queue] -= 1
         self._jobs.remove(job)
         if self.static:
             self._unfile(job)
@@ -278,14 +293,20 @@ class WaitingQueue:
             self._jobs.sort(key=lambda j: self.sorter.key(j, now))
         return list(self._jobs)
 
-    def walk(self, due: list[Job], bound: int, skip) -> Walk:
+    def walk(self, due: list[Job], bound: int, skip, small_only: bool) -> Walk:
         """Static order only: ``due`` (jobs whose reservation starts now) and the unreserved
         jobs, merged in priority order, passing over each class as long as
         ``skip(group, shape, size, wall, bound)`` says none of its jobs can matter.
+        ``small_only``: start from the classes of size ≤ ``bound`` only (no group can take a
+        new reservation, so larger ones cannot matter until ``reopen``).
 
-        O((jobs yielded + classes) log n) per walk, however long the queue.
+        O((jobs yielded + classes looked at) log n) per walk, however long the queue.
         """
-        return Walk(self, due, bound, skip)
+        if small_only:
+            classes = [cls for size in self._sizes.irange(maximum=bound) for cls in self._by_size[size]]
+        else:
+            classes = list(self._classes)
+        return Walk(self, due, bound, skip, classes)
 
     def ahead(self, job: Job) -> bool:
         """Static order only: does a job of higher priority wait?  O(log n)."""
@@ -295,24 +316,24 @@ class WaitingQueue:
 class Walk:
     """One pass over a WaitingQueue (see ``WaitingQueue.walk``).
 
-    Classes passed over are remembered; ``reopen`` brings them back, from the current
-    position on, when what ``skip`` depends on changes (a top dog started and freed a
-    reservation slot of its group).
+    ``reopen`` brings back every class not in the walk, from the current position on, when
+    what ``skip`` depends on changes (a top dog started and freed a reservation slot).
     """
 
-    def __init__(self, queue: WaitingQueue, due: list[Job], bound: int, skip) -> None:
+    def __init__(self, queue: WaitingQueue, due: list[Job], bound: int, skip, classes: list[tuple]) -> None:
         self.queue, self.bound, self.skip = queue, bound, skip
         self.heap: list[tuple] = [(job.order_key, 0, None, job) for job in due]
-        self.dropped: list[tuple] = []
+        self.live: set[tuple] = set()  # classes in the heap
         self.at: tuple = ()
-        for cls, bucket in queue._classes.items():
-            self._push(cls, bucket[0])
+        for cls in classes:
+            self._push(cls, queue._classes[cls][0])
         heapify(self.heap)
 
     def _push(self, cls: tuple, job: Job, heap: bool = False) -> None:
         if self.skip(*cls, self.bound):
-            self.dropped.append(cls)
-        elif heap:
+            return
+        self.live.add(cls)
+        if heap:
             heappush(self.heap, (job.order_key, id(cls), cls, job))
         else:
             self.heap.append((job.order_key, id(cls), cls, job))
@@ -326,7 +347,7 @@ class Walk:
             key, _, cls, job = heap[0]
             if cls is not None and self.skip(*cls, self.bound):
                 heappop(heap)
-                self.dropped.append(cls)
+                self.live.discard(cls)
                 continue
             self.at = key
             if cls is None:
@@ -335,6 +356,7 @@ class Walk:
                 nxt = self._after(cls, key)
                 if nxt is None:
                     heappop(heap)
+                    self.live.discard(cls)
                 else:
                     heapreplace(heap, (nxt.order_key, id(cls), cls, nxt))
             return job
@@ -348,9 +370,9 @@ class Walk:
         return bucket[i] if i < len(bucket) else None
 
     def reopen(self) -> None:
-        """Bring back the classes passed over, from the current position on."""
-        dropped, self.dropped = self.dropped, []
-        for cls in dict.fromkeys(dropped):
-            nxt = self._after(cls, self.at)
-            if nxt is not None:
-                self._push(cls, nxt, heap=True)
+        """Bring back every class not in the walk, from the current position on.  O(classes)."""
+        for cls in list(self.queue._classes):
+            if cls not in self.live:
+                nxt = self._after(cls, self.at)
+                if nxt is not None:
+                    self._push(cls, nxt, heap=True)

@@ -52,6 +52,10 @@ class Timeline:
         """Time of the next event.  O(1)."""
         return self._heap[0][0]
 
+    def payloads(self, kind: Kind) -> list[Any]:
+        """Payloads of the events of one kind still waiting, in no particular order.  O(n)."""
+        return [payload for _, k, _, payload in self._heap if k == kind]
+
     def pop_second(self) -> tuple[int, list[tuple[Kind, Any]]]:
         """Remove and return every event of the earliest second, in processing order.  O(k log n)."""
         time = self._heap[0][0]
