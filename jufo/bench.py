@@ -117,17 +117,34 @@ CASES: dict[str, Shape] = {
 }
 
 
+# Runs a Python command and, at exit, writes its peak resident set (VmHWM, KiB) to a file. The
+# figure belongs to the process image after exec: a forked child's ru_maxrss would also count
+# the pages it shared with the benchmark process (which holds the generated snapshots).
+_PEAK = (
+    "import atexit, os, runpy, sys\n"
+    "def _peak():\n"
+    "    with open('/proc/self/status') as fh, open(os.environ['JUFO_PEAK_FILE'], 'w') as out:\n"
+    "        out.write(next(l for l in fh if l.startswith('VmHWM:')).split()[1])\n"
+    "atexit.register(_peak)\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n"
+)
+
+
 def _time(cmd: list[str]) -> tuple[float, int]:
-    """Wall time of a command and its own peak resident memory in KiB (os.wait4 reports the
-    usage of exactly that child, not a maximum over all children so far)."""
-    began = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - began
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise subprocess.CalledProcessError(child.returncode, cmd)
-    return elapsed, usage.ru_maxrss
+    """Wall time of a Python command (``[python, '-m', module, ...]`` or ``[python, '-c', code,
+    ...]``) and its own peak resident memory in KiB."""
+    with tempfile.NamedTemporaryFile(suffix=".peak") as peak:
+        if cmd[1] == "-m":
+            run = [cmd[0], "-c", _PEAK, *cmd[2:]]
+        else:  # -c CODE ARGS: run the code as a module-less script
+            code = cmd[2] + "\nimport os\nwith open('/proc/self/status') as fh, open(os.environ['JUFO_PEAK_FILE'], 'w') as o:\n    o.write(next(l for l in fh if l.startswith('VmHWM:')).split()[1])\n"
+            run = [cmd[0], "-c", code, *cmd[3:]]
+        began = time.perf_counter()
+        subprocess.run(run, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "JUFO_PEAK_FILE": peak.name})
+        elapsed = time.perf_counter() - began
+        text = open(peak.name).read().strip()
+    return elapsed, int(text) if text else 0
 
 
 _BASELINE = "from lxml import etree; import sys; t = etree.parse(sys.argv[1]); open(sys.argv[2], 'wb').write(etree.tostring(t))"
