@@ -24,6 +24,8 @@ RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
 WAITING_STATES = {"Idle", "Pending", "Queued"}
 HELD_STATES = {"User Hold", "System Hold", "Hold", "Held"}
+# ``status`` (PTP's generic job states), read only where ``state`` is missing
+STATUS_STATES = {"RUNNING": RUNNING, "SUBMITTED": WAITING}
 
 
 @dataclass(eq=False)
@@ -89,6 +91,9 @@ class JobReader:
     def read(self, obj: LmlObject) -> Job:
         d = obj.data
         state = d.get("state", "").strip()
+        if not state and d.get("status", "").strip():
+            status = d["status"].strip()
+            state = STATUS_STATES.get(status.upper(), status)
         job = Job(obj.id, obj.index, d, RUNNING if state == RUNNING else WAITING if state in WAITING_STATES else state)
         job.owner, job.group, job.queue = d.get("owner", ""), d.get("group", ""), d.get("queue", "")
         if not job.state:

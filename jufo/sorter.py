@@ -303,10 +303,10 @@ class WaitingQueue:
         O((jobs yielded + classes looked at) log n) per walk, however long the queue.
         """
         if small_only:
+            # at the start of a pass nothing has failed and these fit the bound: none to skip
             classes = [cls for size in self._sizes.irange(maximum=bound) for cls in self._by_size[size]]
-        else:
-            classes = list(self._classes)
-        return Walk(self, due, bound, skip, classes)
+            return Walk(self, due, bound, skip, classes, checked=True)
+        return Walk(self, due, bound, skip, list(self._classes))
 
     def ahead(self, job: Job) -> bool:
         """Static order only: does a job of higher priority wait?  O(log n)."""
@@ -320,13 +320,19 @@ class Walk:
     what ``skip`` depends on changes (a top dog started and freed a reservation slot).
     """
 
-    def __init__(self, queue: WaitingQueue, due: list[Job], bound: int, skip, classes: list[tuple]) -> None:
+    def __init__(self, queue: WaitingQueue, due: list[Job], bound: int, skip, classes: list[tuple],
+                 checked: bool = False) -> None:
         self.queue, self.bound, self.skip = queue, bound, skip
         self.heap: list[tuple] = [(job.order_key, 0, None, job) for job in due]
-        self.live: set[tuple] = set()  # classes in the heap
         self.at: tuple = ()
-        for cls in classes:
-            self._push(cls, queue._classes[cls][0])
+        buckets = queue._classes
+        if checked:  # the caller knows none of ``classes`` is to be skipped now
+            self.heap.extend((buckets[cls][0].order_key, id(cls), cls, buckets[cls][0]) for cls in classes)
+            self.live: set[tuple] = set(classes)  # classes in the heap
+        else:
+            self.live = set()
+            for cls in classes:
+                self._push(cls, buckets[cls][0])
         heapify(self.heap)
 
     def _push(self, cls: tuple, job: Job, heap: bool = False) -> None:

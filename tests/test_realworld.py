@@ -201,3 +201,12 @@ def test_gpu_jobs_only_on_gpu_nodes(tmp_path):
     assert got["g"]["jufo_nodelist"] == "(gpu1,1)"
     assert got["c"]["jufo_nodelist"] == "(cpu1,1)"
     assert got["too_many"]["jufo_reason"].startswith("ExceedsSystem: asks 1 nodes with 1 cores and 8 GPUs")
+
+
+def test_status_where_state_is_missing(tmp_path):
+    jobs = {"w": {**waiting(1, 10), "state": "", "status": "SUBMITTED"},
+            "c": {**waiting(1, 10), "state": "", "status": "COMPLETED"}}
+    out, _ = predict(tmp_path, snapshot(jobs))
+    got = predictions(out)
+    assert got["w"]["jufo_starttime"] == "01/10/12-12:00:00"
+    assert got["c"]["jufo_reason"].startswith("NotQueued: state 'COMPLETED'")
