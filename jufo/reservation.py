@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .dates import parse_date
@@ -19,7 +19,18 @@ class Reservation:
     id: str
     start: int
     end: int
-    resources: NodeCores
+    resources: Any  # NodeCores (NodeState) or a core count (AttributeState)
+    names: frozenset[str] = frozenset()  # resid, object id and name: what a job's key may say
+    users: frozenset[str] = frozenset()
+    accounts: frozenset[str] = frozenset()
+    queues: frozenset[str] = frozenset()
+
+    def binds(self, job) -> bool:
+        """Is ``job`` bound to this reservation: it names it (``reservation`` key), or its
+        owner, account or queue is listed by it? A bound job runs only inside it."""
+        d = job.data
+        return (d.get("reservation", "") in self.names or job.owner in self.users
+                or d.get("account", "") in self.accounts or job.queue in self.queues)
 
 
 def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, report: Report) -> list[Reservation]:
@@ -72,10 +83,16 @@ def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, re
             if mask is None:
                 mask = shape if count is None else (lowest(shape, count) or shape)
             resources.add_node(node, mask, machine.shape)
-        out.append(Reservation(d.get("resid") or obj.id, start, end, resources))
+        def listed(key: str) -> frozenset[str]:
+            return frozenset(x.strip() for x in d.get(key, "").replace(";", ",").split(",")
+                             if x.strip() and x.strip() not in ("(null)", "-"))
+
+        names = frozenset(x for x in (d.get("resid"), obj.id, obj.name) if x)
+        out.append(Reservation(d.get("resid") or obj.id, start, end, resources, names, listed("userlist"),
+                               listed("accounts"), listed("partition") | listed("queue")))
     return out
 
 
 def cores_only(reservations: list[Reservation], machine: Machine) -> list[Any]:
     """The same reservations holding core counts, for AttributeState."""
-    return [Reservation(r.id, r.start, r.end, r.resources.core_count(machine.shape)) for r in reservations]
+    return [replace(r, resources=r.resources.core_count(machine.shape)) for r in reservations]

@@ -51,6 +51,11 @@ class Simulation(ABC):
         self.queued = 0
         self.ended_early = False  # a job ended before its wall since the last pass
         self.dependencies: dict[Job, list[tuple[str, Job]]] = {}
+        # jobs bound to a reservation are scheduled in that reservation's own state
+        self.substates: list[SystemState] = []
+        self.state_of: dict[Job, SystemState] = {}
+        self.bound_to: dict[Job, str] = {}
+        self.shadows: dict[Allocation, list[tuple[SystemState, Allocation]]] = {}
         self.blocked: dict[Job, set[tuple[str, Job]]] = {}  # jobs held back by dependencies
         self.watchers: dict[tuple[str, Job], list[Job]] = {}
         self.progress: Callable[[int, int], None] | None = None  # (started, queued), now and then
@@ -65,6 +70,7 @@ class Simulation(ABC):
         """
         self.insert_running_jobs(running, place)
         self.insert_reservations(reservations)
+        self.bind(reservations, waiting)
         self.dependencies = dependencies or {}
         self.queue_jobs(waiting)
         horizon = self.policy.horizon
@@ -74,18 +80,22 @@ class Simulation(ABC):
                 break
             _, batch = self.timeline.pop_second()
             self.state.advance(now)
+            for sub in self.substates:
+                sub.advance(now)
             self.events += 1
             arrivals: set[Job] = set()
             only_arrivals = True
             for kind, payload in batch:
                 if kind is Kind.END:
-                    self.state.finish(payload)
+                    (payload.home or self.state).finish(payload)
+                    for sub, shadow in self.shadows.pop(payload, ()):
+                        sub.finish(shadow)
                     if payload.end > now:
                         self.ended_early = True
                     if payload.job is not None:
                         self.satisfy(END, payload.job, now)
                 elif kind is Kind.RESERVATION_END:
-                    self.state.unplan(payload)
+                    (payload.home or self.state).unplan(payload)
                 elif kind is Kind.ARRIVAL:
                     self.add_waiting(payload)
                     arrivals.add(payload)
@@ -115,6 +125,26 @@ class Simulation(ABC):
             self.state.plan(alloc)
             self.timeline.push(res.end, Kind.RESERVATION_END, alloc)
 
+    def bind(self, reservations: list[Reservation], waiting: list[Job]) -> None:
+        """Give each reservation that binds waiting jobs a state of its own: only its resources,
+        only during its interval; its bound jobs are scheduled there (the first reservation
+        that binds a job wins)."""
+        for res in reservations:
+            jobs = [job for job in waiting if job not in self.state_of and res.binds(job)]
+            if not jobs:
+                continue
+            sub, shadows = self.state.confined(res.resources, res.start, res.end)
+            self.substates.append(sub)
+            for alloc, shadow in shadows:
+                self.shadows.setdefault(alloc, []).append((sub, shadow))
+            for job in jobs:
+                self.state_of[job] = sub
+                self.bound_to[job] = res.id
+
+    def state_for(self, job: Job) -> SystemState:
+        """The state ``job`` is scheduled in: its reservation's, or the machine's."""
+        return self.state_of.get(job, self.state)
+
     def queue_jobs(self, waiting: list[Job]) -> None:
         """Check requests, apply ``maxnumjobs``, and queue jobs now or at their queue date."""
         eligible = []
@@ -130,7 +160,7 @@ class Simulation(ABC):
             eligible = eligible[:limit]
         self.queued = len(eligible)
         for job in eligible:
-            job.shape = (self.state.shape(job), self.state.size(job))
+            job.shape = (self.state.shape(job) + (self.bound_to.get(job),), self.state.size(job))
             if self.hold_back(job):
                 continue
             if job.queued > 0:
@@ -182,7 +212,7 @@ class Simulation(ABC):
         ``fresh``). With a static order: the arrivals when only jobs arrived; else the queue's
         class walk, which passes over a request class once it cannot matter (see ``skip``).
         """
-        if not self.waiting.static:
+        if not self.waiting.static or self.state_of:  # size bounds are the machine's: walk all
             return self.waiting.ordered(now)
         if fresh is not None:
             return sorted(fresh, key=lambda j: self.sorter.key(j, now))
@@ -228,17 +258,25 @@ class Simulation(ABC):
         ``end``. An allocation that is over by now (a zero-length job, a running job past its
         end) holds nothing: its release would free cores another job may hold by then."""
         if end > self.state.now:
-            self.state.insert(alloc)
+            home = self.state_for(alloc.job) if alloc.job is not None else self.state
+            home.insert(alloc)
+            alloc.home = home
             self.timeline.push(end, Kind.END, alloc)
 
     def explain_unstarted(self) -> None:
         horizon = self.policy.horizon
+        for job in list(self.waiting) + self.not_arrived():
+            if job in self.bound_to and horizon is None:
+                job.reason = (f"Reservation: no room inside reservation {self.bound_to[job]}, "
+                              "which this job is bound to (its nodes and interval)")
         for job, pending in self.blocked.items():
             when, other = min(pending, key=lambda p: p[1].index)
             name = other.data.get("step") or other.id
             why = f" ({other.reason})" if other.reason else ""
             job.reason = f"Dependency: waits for job {name} to {when}{why}"
         for job in list(self.waiting) + self.not_arrived():
+            if job in self.bound_to and horizon is None:
+                continue
             if horizon is not None:
                 job.reason = f"BeyondHorizon: no start within the horizon of {horizon} s"
             else:
@@ -258,7 +296,7 @@ class FCFS(Simulation):
         for job in self.waiting.ordered(now):
             if fresh is not None and job not in fresh:
                 return
-            resources = self.state.is_insertable(job)
+            resources = self.state_for(job).is_insertable(job)
             if resources is None:
                 return
             self.start_job(job, now, resources, backfilled=False)
@@ -277,7 +315,7 @@ class ListScheduling(Simulation):
                 flag = True
                 continue
             shape, size = job.shape
-            resources = None if failed.covers(shape, size, job.wall) else self.state.is_insertable(job)
+            resources = None if failed.covers(shape, size, job.wall) else self.state_for(job).is_insertable(job)
             if resources is None:
                 failed.add(shape, size, job.wall)
                 flag = True
@@ -314,7 +352,7 @@ class Backfilling(Simulation):
             alloc = self.reserved.get(job)
             if alloc is not None:
                 if alloc.start <= now:
-                    self.state.unplan(alloc)
+                    alloc.home.unplan(alloc)
                     del self.reserved[job]
                     self.held[self.group(job)] -= 1
                     self.start_job(job, now, alloc.resources, backfilled=self.passed_over(job, flag))
@@ -325,7 +363,7 @@ class Backfilling(Simulation):
                 continue
             shape, size = job.shape
             if not failed.covers(shape, size, job.wall):
-                resources = self.state.is_insertable(job)
+                resources = self.state_for(job).is_insertable(job)
                 if resources is not None:
                     self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
                     continue
@@ -345,7 +383,7 @@ class Backfilling(Simulation):
         reservation is made again, in priority order, by the pass that follows (with one top
         dog this is EASY as published; with all, conservative backfilling with compression)."""
         for job, alloc in self.reserved.items():
-            self.state.unplan(alloc)
+            alloc.home.unplan(alloc)
             self.waiting.unreserved(job)
         self.reserved.clear()
         self.held.clear()
@@ -355,12 +393,14 @@ class Backfilling(Simulation):
         return job.queue if self.policy.topdogs_per_queue else None
 
     def _reserve(self, job: Job, now: int) -> None:
-        found = self.state.earliest(job, self.policy.horizon)
+        home = self.state_for(job)
+        found = home.earliest(job, self.policy.horizon)
         if found is None:
             return
         t, resources = found
         alloc = Allocation(t, t + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
-        self.state.plan(alloc)
+        home.plan(alloc)
+        alloc.home = home
         self.reserved[job] = alloc
         self.waiting.reserved(job)
         self.held[self.group(job)] += 1

@@ -42,6 +42,7 @@ class Allocation:
     job: Job | None = None
     label: str = ""
     seq: int = 0  # set by the state on insertion: a deterministic tie-breaker
+    home: Any = None  # the state that holds it (the main one, or a reservation's own)
 
     def __repr__(self) -> str:
         return f"Allocation({self.label or self.job}, {self.start}-{self.end})"
@@ -88,6 +89,7 @@ class SystemState(ABC):
         self.now = 0
         self._seq = 0
         self.version = 0  # bumped by every change; keys the per-pass cache of free windows
+        self.deadline: int | None = None  # a reservation's own state: nothing may end later
         self._windows: dict[tuple[int, int], Any] = {}
 
     # -- what subclasses provide ------------------------------------------------------------
@@ -181,6 +183,9 @@ class SystemState(ABC):
         """Drop a reservation."""
         self.limits.discard(alloc)
         self.version += 1
+
+
+FOREVER = 2**62
 
 
 class NodeAlgebra:
@@ -300,6 +305,8 @@ class NodeState(SystemState):
             t = pending[0]
             if horizon is not None and t > horizon:
                 return None
+            if self.deadline is not None and t + wall > self.deadline:
+                return None
 
     def is_insertable(self, job: Job) -> NodeCores | None:
         """Resources where ``job`` can start now and run its whole wall, or None.
@@ -324,6 +331,26 @@ class NodeState(SystemState):
                     window.subtract(alloc.resources, self.machine.shape)
             self._windows[key] = window
         return self._choose(job, now, end, window)
+
+    def confined(self, resources: NodeCores, start: int, end: int) -> tuple[NodeState, list]:
+        """A state with only ``resources``, usable only during ``[start, end)``: a reservation's
+        own, for the jobs bound to it. Running jobs on those cores appear in it as shadows,
+        returned as (running allocation, shadow) pairs so their ends can be passed on."""
+        shape = self.machine.shape
+        sub = NodeState(self.machine, self.queues, self.sharing)
+        sub.free = resources.copy()
+        shadows = []
+        for alloc in list(self.running):
+            inside = resources.difference(resources.difference(alloc.resources, shape), shape)
+            if inside:
+                shadow = Allocation(alloc.start, alloc.end, inside, 0, "", "", None, f"shadow of {alloc}")
+                sub.insert(shadow)
+                shadows.append((alloc, shadow))
+        for lo, hi in ((0, start), (end, FOREVER)):
+            if hi > lo:
+                sub.plan(Allocation(lo, hi, resources, 0, "", "", None, "outside the reservation"))
+        sub.deadline = end
+        return sub, shadows
 
     def place_now(self, job: Job) -> NodeCores | None:
         """Where a running job without a node list runs: the lowest free cores now."""
@@ -440,6 +467,8 @@ class AttributeState(SystemState):
         for t, free in self.profile.windows(self.now, job.wall, min):
             if horizon is not None and t > horizon:
                 return None
+            if self.deadline is not None and t + job.wall > self.deadline:
+                return None
             if job.total_cores <= free and not self._limited(job, t):
                 return t, job.total_cores
         return None
@@ -447,6 +476,18 @@ class AttributeState(SystemState):
     def advance(self, now: int) -> None:
         super().advance(now)
         self.profile.advance(now)
+
+    def confined(self, cores: int, start: int, end: int) -> tuple[AttributeState, list]:
+        """A state with only ``cores``, usable only during ``[start, end)`` (see NodeState's).
+        Counts say nothing about where running jobs are, so none is shadowed."""
+        sub = AttributeState(self.machine, self.queues)
+        sub.capacity = sub.free = cores
+        sub.profile = Profile(0, cores, Counts())
+        for lo, hi in ((0, start), (end, FOREVER)):
+            if hi > lo:
+                sub.plan(Allocation(lo, hi, cores, 0, "", "", None, "outside the reservation"))
+        sub.deadline = end
+        return sub, []
 
     def insert(self, alloc: Allocation) -> None:
         super().insert(alloc)

@@ -210,3 +210,42 @@ def test_status_where_state_is_missing(tmp_path):
     got = predictions(out)
     assert got["w"]["jufo_starttime"] == "01/10/12-12:00:00"
     assert got["c"]["jufo_reason"].startswith("NotQueued: state 'COMPLETED'")
+
+
+def bound_case(**extra_res):
+    reservation = {"resid": "r1", "starttime": "01/10/12-12:00:10", "endtime": "01/10/12-12:01:00",
+                   "nodelist": "n1", "userlist": "alice", **extra_res}
+    return {"r1obj": reservation}
+
+
+def test_jobs_bound_to_a_reservation_run_inside_it(tmp_path):
+    jobs = {"a": waiting(4, 20, owner="alice"), "b": waiting(4, 100, owner="bob", queued="01/10/12-11:10:00"),
+            "k": waiting(2, 10, owner="carol", queued="01/10/12-11:20:00", reservation="r1")}
+    out, _ = predict(tmp_path, snapshot(jobs, nodes={"n1": 4, "n2": 4}, reservations=bound_case()))
+    got = predictions(out)
+    assert got["a"]["jufo_starttime"] == "01/10/12-12:00:10"  # alice is listed: inside r1, from its start
+    assert got["a"]["jufo_nodelist"] == "(n1,4)"
+    assert got["b"]["jufo_nodelist"] == "(n2,4)"  # not bound: r1 blocks n1 for it
+    assert got["k"]["jufo_starttime"] == "01/10/12-12:00:30"  # names r1; after alice's job, inside r1
+    assert got["k"]["jufo_nodelist"] == "(n1,2)"
+
+
+def test_bound_job_waits_for_running_jobs_on_the_reserved_cores(tmp_path):
+    jobs = {"r": running(4, ends_in=25, nodelist="(n1,4)"), "a": waiting(4, 20, owner="alice")}
+    out, _ = predict(tmp_path, snapshot(jobs, nodes={"n1": 4, "n2": 4}, reservations=bound_case()))
+    assert predictions(out)["a"]["jufo_starttime"] == "01/10/12-12:00:25"
+
+
+def test_bound_job_that_does_not_fit_inside(tmp_path):
+    jobs = {"a": waiting(4, 100, owner="alice")}  # 100 s, the reservation lasts 50
+    out, _ = predict(tmp_path, snapshot(jobs, nodes={"n1": 4, "n2": 4}, reservations=bound_case()))
+    assert predictions(out)["a"]["jufo_reason"].startswith("Reservation: no room inside reservation r1")
+
+
+def test_binding_with_core_counts(tmp_path):
+    jobs = {"a": waiting(4, 20, owner="alice"), "b": waiting(8, 20, owner="bob")}
+    out, _ = predict(tmp_path, snapshot(jobs, nodes={"n1": 4, "n2": 4}, reservations=bound_case(),
+                                        scheduler={"system_state": "AttributeState"}))
+    got = predictions(out)
+    assert got["a"]["jufo_starttime"] == "01/10/12-12:00:10"
+    assert got["b"]["jufo_starttime"] == "01/10/12-12:01:00"  # all 8 cores only after r1
