@@ -46,6 +46,7 @@ class Job:
     cores_per_node: int = 1
     total_cores: int = 1
     gpus_per_node: int = 0  # from totalgpus: only nodes with that many GPUs qualify
+    memory: int = 0  # MB per node (``memory`` or ``reqmem``): only nodes that have it qualify
     started: int | None = None  # running jobs: dispatch date
     nodelist: str | None = None  # running jobs: where they run
     reason: str | None = None  # why the job gets no start
@@ -197,6 +198,15 @@ class JobReader:
             nodes, per_node = 1, 1
         job.nodes, job.cores_per_node = nodes, per_node
         job.total_cores = total if total else nodes * per_node
+        for key in ("memory", "reqmem"):
+            if obj.data.get(key, "").strip():
+                from .node import parse_memory
+
+                try:
+                    job.memory = parse_memory(obj.data[key])
+                except ValueError as err:
+                    self.report.warn(obj.label, key, obj.data[key], f"{err}; memory not checked")
+                break
         if obj.data.get("totalgpus", "").strip():
             gpus = self._whole(job, obj, "totalgpus", positive=False)
             job.gpus_per_node = ceil(gpus / nodes) if gpus else 0

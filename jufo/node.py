@@ -46,6 +46,7 @@ class Node:
     classes: dict[str, int] | None  # None: every queue may use every core
     usable: bool = True  # False: Down, Drained, Maint or Unknown: no new jobs
     gpus: int = 0
+    memory: int | None = None  # MB available to jobs (availmem, else physmem); None: not given
 
     def limit(self, queue: str) -> int:
         """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
@@ -74,19 +75,20 @@ class Machine:
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
         for node in nodes:
-            signature = (node.ncores, node.usable, node.gpus,
+            signature = (node.ncores, node.usable, node.gpus, node.memory,
                          tuple(sorted(node.classes.items())) if node.classes is not None else None)
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
         self.restricted = cache(self._restricted)
 
-    def _eligible(self, queue: str, cores: int, gpus: int = 0) -> int:
-        """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs) of one
-        job.  O(groups)."""
+    def _eligible(self, queue: str, cores: int, gpus: int = 0, memory: int = 0) -> int:
+        """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs, ``memory``
+        MB where the node gives its memory) of one job.  O(groups)."""
         mask = 0
         for example, members in self._groups:
-            if example.limit(queue) >= cores and example.gpus >= gpus:
+            if example.limit(queue) >= cores and example.gpus >= gpus and (
+                    example.memory is None or example.memory >= memory):
                 mask |= members
         return mask
 
@@ -99,6 +101,22 @@ class Machine:
                 if 0 < lim < node.ncores:
                     out[node.index] = lim
         return out
+
+
+_MEMORY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", re.IGNORECASE)
+_MB = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def parse_memory(text: str) -> int:
+    """Megabytes of ``16000``, ``16000 mb``, ``16G``, ``512kb``; ValueError otherwise.
+
+    >>> parse_memory("16000 mb"), parse_memory("16G"), parse_memory("2048")
+    (16000, 16384, 2048)
+    """
+    m = _MEMORY.fullmatch(text)
+    if m is None:
+        raise ValueError("not an amount of memory (a number of MB, or with a kb/mb/gb/tb unit)")
+    return int(float(m.group(1)) * _MB[m.group(2).lower()])
 
 
 def _mask_of_indices(indices: list[int]) -> int:
@@ -141,7 +159,14 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
                 gpus = int(float(obj.data["gpus"]))
             except ValueError:
                 report.warn(obj.label, "gpus", obj.data["gpus"], "not a number; taken as no GPUs")
-        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus))
+        memory = None
+        key = "availmem" if obj.data.get("availmem", "").strip() else "physmem"
+        if obj.data.get(key, "").strip():
+            try:
+                memory = parse_memory(obj.data[key])
+            except ValueError as err:
+                report.warn(obj.label, key, obj.data[key], f"{err}; memory not checked on this node")
+        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory))
     return Machine(nodes)
 
 

@@ -235,10 +235,11 @@ class NodeState(SystemState):
             return f"ExceedsSystem: asks {job.nodes} nodes, the system has {len(m.nodes)}"
         if job.cores_per_node > m.max_cores:
             return f"ExceedsSystem: asks {job.cores_per_node} cores per node, the largest node has {m.max_cores}"
-        usable = m.eligible(job.queue, job.cores_per_node, job.gpus_per_node).bit_count()
+        usable = m.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory).bit_count()
         if usable < job.nodes:
             where = f"queue {job.queue!r}" if job.queue else "a job without queue"
             gpus = f" and {job.gpus_per_node} GPUs" if job.gpus_per_node else ""
+            gpus += f" and {job.memory} MB" if job.memory else ""
             return (
                 f"ExceedsSystem: asks {job.nodes} nodes with {job.cores_per_node} cores{gpus}, "
                 f"{where} may use {usable} such nodes"
@@ -259,8 +260,8 @@ class NodeState(SystemState):
     def size(self, job: Job) -> int:
         return job.nodes
 
-    def _per_node(self, job: Job) -> tuple[int, int]:
-        return job.cores_per_node, job.gpus_per_node
+    def _per_node(self, job: Job) -> tuple[int, int, int]:
+        return job.cores_per_node, job.gpus_per_node, job.memory
 
     def size_bound(self) -> int:
         """Nodes with at least one free core.  O(1) big-int popcount."""
@@ -276,7 +277,7 @@ class NodeState(SystemState):
         """
         now, wall, k = self.now, job.wall, job.nodes
         shape = self.machine.shape
-        eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node)
+        eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
         base = self.free.copy()
         reserved = self.reserved.window(self.algebra.union)
         # candidates: running jobs' ends, and the reserved profile's breakpoints (the ends of
@@ -361,7 +362,7 @@ class NodeState(SystemState):
         k, c = job.nodes, job.cores_per_node
         if avail.full.bit_count() + len(avail.part) < k:
             return None
-        eligible = self.machine.eligible(job.queue, c, job.gpus_per_node)
+        eligible = self.machine.eligible(job.queue, c, job.gpus_per_node, job.memory)
         if not self.sharing:
             chosen = lowest(avail.full & eligible, k)
             return None if chosen is None else NodeCores(chosen)

@@ -249,3 +249,15 @@ def test_binding_with_core_counts(tmp_path):
     got = predictions(out)
     assert got["a"]["jufo_starttime"] == "01/10/12-12:00:10"
     assert got["b"]["jufo_starttime"] == "01/10/12-12:01:00"  # all 8 cores only after r1
+
+
+def test_memory_only_where_both_sides_give_it(tmp_path):
+    nodes = {"small": {"ncores": 4, "availmem": "16000 mb"}, "big": {"ncores": 4, "physmem": "512G"},
+             "unknown": {"ncores": 4}}
+    jobs = {"needs": {**waiting(1, 10), "memory": "64G"}, "any": waiting(4, 10, queued="01/10/12-11:10:00"),
+            "huge": {**waiting(1, 10, nodes=3), "memory": "64G"}}
+    out, _ = predict(tmp_path, snapshot(jobs, nodes=nodes))
+    got = predictions(out)
+    assert got["needs"]["jufo_nodelist"] == "(big,1)"  # not the 16 GB node
+    assert got["any"]["jufo_nodelist"] == "(small,4)"  # no memory asked: any node
+    assert got["huge"]["jufo_reason"].endswith("may use 2 such nodes")  # big, and unknown (not given)
