@@ -60,6 +60,15 @@ def _local(el: etree._Element) -> str | None:
     return tag.rpartition("}")[2]
 
 
+def _inside(root: etree._Element, outer: str, inner: str):
+    """Elements named ``inner`` in the elements named ``outer`` directly under ``root``, in order."""
+    for container in root:
+        if _local(container) == outer:
+            for el in container:
+                if _local(el) == inner:
+                    yield el
+
+
 def _parser() -> etree.XMLParser:
     # No DTD loading, no network, no entity expansion; huge_tree off keeps libxml2's limits.
     return etree.XMLParser(
@@ -85,45 +94,35 @@ def parse(raw: bytes, source: str = "input") -> Document:
 
     objects: list[LmlObject] = []
     by_id: dict[str, LmlObject] = {}
-    for container in root:
-        if _local(container) != "objects":
-            continue
-        for el in container:
-            if _local(el) != "object":
-                continue
-            oid, kind = el.get("id"), el.get("type")
-            if not oid:
-                raise InputError(f"object #{len(objects) + 1}", "id", oid, "every object needs an id")
-            if not kind:
-                raise InputError(f"object {oid}", "type", kind, "every object needs a type")
-            if oid in by_id:
-                raise InputError(f"{kind} {oid}", "id", oid, "the same id is used by two objects")
-            obj = LmlObject(oid, kind, el.get("name"), len(objects))
-            objects.append(obj)
-            by_id[oid] = obj
+    for el in _inside(root, "objects", "object"):
+        oid, kind = el.get("id"), el.get("type")
+        if not oid:
+            raise InputError(f"object #{len(objects) + 1}", "id", oid, "every object needs an id")
+        if not kind:
+            raise InputError(f"object {oid}", "type", kind, "every object needs a type")
+        if oid in by_id:
+            raise InputError(f"{kind} {oid}", "id", oid, "the same id is used by two objects")
+        obj = LmlObject(oid, kind, el.get("name"), len(objects))
+        objects.append(obj)
+        by_id[oid] = obj
 
     infos: dict[str, list[etree._Element]] = {}
     unknown: list[str] = []
-    for container in root:
-        if _local(container) != "information":
+    for info in _inside(root, "information", "info"):
+        oid = info.get("oid", "")
+        obj = by_id.get(oid)
+        if obj is None:
+            unknown.append(oid)
             continue
-        for info in container:
-            if _local(info) != "info":
+        infos.setdefault(oid, []).append(info)
+        values = obj.data
+        for data in info:
+            tag = data.tag
+            if not isinstance(tag, str) or (tag != "data" and not tag.endswith("}data")):
                 continue
-            oid = info.get("oid", "")
-            obj = by_id.get(oid)
-            if obj is None:
-                unknown.append(oid)
-                continue
-            infos.setdefault(oid, []).append(info)
-            values = obj.data
-            for data in info:
-                tag = data.tag
-                if not isinstance(tag, str) or (tag != "data" and not tag.endswith("}data")):
-                    continue
-                key = data.get("key")
-                if key:
-                    values[key] = data.get("value", "")  # later info wins for a repeated key
+            key = data.get("key")
+            if key:
+                values[key] = data.get("value", "")  # later info wins for a repeated key
     start, end = _root_span(raw)
     return Document(tree, objects, infos, raw[:start], raw[end:], unknown)
 
