@@ -141,7 +141,7 @@ class Simulation(ABC):
                 self.state_of[job] = sub
                 self.bound_to[job] = res.id
 
-    def state_for(self, job: Job) -> SystemState:
+    def state_for(self, job: Job | None) -> SystemState:
         """The state ``job`` is scheduled in: its reservation's, or the machine's."""
         return self.state_of.get(job, self.state)
 
@@ -242,6 +242,17 @@ class Simulation(ABC):
         return self.waiting.ahead(job) if self.waiting.static else flag
 
     # -- helpers for the policies --------------------------------------------------------------
+    def fit_now(self, job: Job) -> Any | None:
+        """Resources where ``job`` starts now, or None; a request covered by a failure of this
+        pass is not tried again, and a new failure is remembered for the rest of the pass."""
+        shape, size = job.shape
+        if self.failed.covers(shape, size, job.wall):
+            return None
+        resources = self.state_for(job).is_insertable(job)
+        if resources is None:
+            self.failed.add(shape, size, job.wall)
+        return resources
+
     def start_job(self, job: Job, now: int, resources: Any, backfilled: bool) -> None:
         alloc = Allocation(now, now + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         self.waiting.remove(job)
@@ -258,27 +269,24 @@ class Simulation(ABC):
         ``end``. An allocation that is over by now (a zero-length job, a running job past its
         end) holds nothing: its release would free cores another job may hold by then."""
         if end > self.state.now:
-            home = self.state_for(alloc.job) if alloc.job is not None else self.state
+            home = self.state_for(alloc.job)
             home.insert(alloc)
             alloc.home = home
             self.timeline.push(end, Kind.END, alloc)
 
     def explain_unstarted(self) -> None:
         horizon = self.policy.horizon
-        for job in list(self.waiting) + self.not_arrived():
-            if job in self.bound_to and horizon is None:
-                job.reason = (f"Reservation: no room inside reservation {self.bound_to[job]}, "
-                              "which this job is bound to (its nodes and interval)")
         for job, pending in self.blocked.items():
             when, other = min(pending, key=lambda p: p[1].index)
             name = other.data.get("step") or other.id
             why = f" ({other.reason})" if other.reason else ""
             job.reason = f"Dependency: waits for job {name} to {when}{why}"
         for job in list(self.waiting) + self.not_arrived():
-            if job in self.bound_to and horizon is None:
-                continue
             if horizon is not None:
                 job.reason = f"BeyondHorizon: no start within the horizon of {horizon} s"
+            elif job in self.bound_to:
+                job.reason = (f"Reservation: no room inside reservation {self.bound_to[job]}, "
+                              "which this job is bound to (its nodes and interval)")
             else:
                 limit = self.state.queue_limit(job, self.state.now)
                 job.reason = limit or "NoStart: no time found where the job fits"
@@ -309,15 +317,13 @@ class ListScheduling(Simulation):
 
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
         flag = False
-        self.failed = failed = Failures()
+        self.failed = Failures()
         for job in self.candidates(now, fresh):
             if fresh is not None and job not in fresh:
                 flag = True
                 continue
-            shape, size = job.shape
-            resources = None if failed.covers(shape, size, job.wall) else self.state_for(job).is_insertable(job)
+            resources = self.fit_now(job)
             if resources is None:
-                failed.add(shape, size, job.wall)
                 flag = True
                 continue
             self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
@@ -343,7 +349,7 @@ class Backfilling(Simulation):
         if self.ended_early:
             self._drop_reservations()
         flag = False
-        self.failed = failed = Failures()
+        self.failed = Failures()
         walk = self.candidates(now, fresh)
         for job in walk:
             if fresh is not None and job not in fresh:
@@ -361,13 +367,10 @@ class Backfilling(Simulation):
                 else:
                     flag = True
                 continue
-            shape, size = job.shape
-            if not failed.covers(shape, size, job.wall):
-                resources = self.state_for(job).is_insertable(job)
-                if resources is not None:
-                    self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
-                    continue
-                failed.add(shape, size, job.wall)
+            resources = self.fit_now(job)
+            if resources is not None:
+                self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
+                continue
             flag = True
             if self.held[self.group(job)] < self.policy.maxtopdogs:
                 self._reserve(job, now)
