@@ -157,6 +157,14 @@ class SystemState(ABC):
         """Move the clock to ``now``."""
         self.now = now
 
+    def _confine(self, resources: Any, start: int, end: int) -> None:
+        """Make ``resources`` usable only during ``[start, end)``: blocked before and after,
+        and nothing may end later than ``end`` (a reservation's own state)."""
+        for lo, hi in ((0, start), (end, FOREVER)):
+            if hi > lo:
+                self.plan(Allocation(lo, hi, resources, 0, "", "", None, "outside the reservation"))
+        self.deadline = end
+
     def _number(self, alloc: Allocation) -> None:
         self._seq += 1
         alloc.seq = self._seq
@@ -347,10 +355,7 @@ class NodeState(SystemState):
                 shadow = Allocation(alloc.start, alloc.end, inside, 0, "", "", None, f"shadow of {alloc}")
                 sub.insert(shadow)
                 shadows.append((alloc, shadow))
-        for lo, hi in ((0, start), (end, FOREVER)):
-            if hi > lo:
-                sub.plan(Allocation(lo, hi, resources, 0, "", "", None, "outside the reservation"))
-        sub.deadline = end
+        sub._confine(resources, start, end)
         return sub, shadows
 
     def place_now(self, job: Job) -> NodeCores | None:
@@ -484,10 +489,7 @@ class AttributeState(SystemState):
         sub = AttributeState(self.machine, self.queues)
         sub.capacity = sub.free = cores
         sub.profile = Profile(0, cores, Counts())
-        for lo, hi in ((0, start), (end, FOREVER)):
-            if hi > lo:
-                sub.plan(Allocation(lo, hi, cores, 0, "", "", None, "outside the reservation"))
-        sub.deadline = end
+        sub._confine(cores, start, end)
         return sub, []
 
     def insert(self, alloc: Allocation) -> None:
