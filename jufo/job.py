@@ -56,7 +56,7 @@ class Job:
     resources: Any = None  # NodeCores (NodeState) or core count (AttributeState)
     topdog: bool = False
     backfilled: bool = False
-    order_key: tuple = ()  # static priority key, set when the job is queued
+    order_key: tuple = ()  # static priority key, set by the JobSorter when first asked
     shape: tuple = ()  # (request shape, size) for the per-pass failure memo, set when queued
 
     def __repr__(self) -> str:

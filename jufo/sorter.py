@@ -135,7 +135,6 @@ class JobSorter:
         self.formula = formula
         self.epoch = epoch
         self.report = report
-        self._static: dict[int, tuple] = {}
         self._warned: set[str] = set()
 
     @property
@@ -144,11 +143,10 @@ class JobSorter:
 
     def key(self, job: Job, now: int) -> tuple:
         """Sort key of ``job`` at simulated time ``now`` (seconds from time zero)."""
-        if self.static:
-            key = self._static.get(id(job))
-            if key is None:
-                key = self._static[id(job)] = (-self.priority(job, now), job.queued, job.index)
-            return key
+        if self.static:  # computed once, kept on the job (the waiting queue sorts by it)
+            if not job.order_key:
+                job.order_key = (-self.priority(job, now), job.queued, job.index)
+            return job.order_key
         return (-self.priority(job, now), job.queued, job.index)
 
     def priority(self, job: Job, now: int) -> float:
@@ -190,10 +188,6 @@ class JobSorter:
             return float(parse_date(job.data[key])[0])
         except ValueError:
             return 0.0
-
-    def order(self, jobs: Iterable[Job], now: int) -> list[Job]:
-        """``jobs`` in scheduling order at ``now``."""
-        return sorted(jobs, key=lambda j: self.key(j, now))
 
 
 class WaitingQueue:
@@ -238,7 +232,7 @@ class WaitingQueue:
         if not self.static:
             self._jobs.append(job)
             return
-        job.order_key = self.sorter.key(job, 0)
+        self.sorter.key(job, 0)  # sets job.order_key
         self._jobs.add(job)
         self._file(job)
 
