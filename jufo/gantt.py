@@ -115,33 +115,19 @@ def _box(b: Bar, start: int, end: int, y0: int, y1: int, now: int, fmt: str) -> 
 
 
 def _reservations(doc: Document, node_objs, t0: int, fmt: str, offset: list[int]) -> list[Box]:
-    from .dates import parse_date
-    from .ranges import parse_nested
+    """Shaded boxes for the file's reservations, read as the forecast reads them."""
+    from .errors import Report
+    from .node import read_nodes
+    from .ranges import bits_of
+    from .reservation import read_reservations
 
-    index = {}
-    for i, o in enumerate(node_objs):
-        index.setdefault(o.id, i)
-        index.setdefault(o.name or o.id, i)
+    quiet = Report(collect=True)  # the chart draws what can be read; predict reports the rest
+    machine = read_nodes(node_objs, quiet)
     out = []
-    for res in doc.of_type("reservation"):
-        try:
-            start, end = parse_date(res.data["starttime"])[0], parse_date(res.data["endtime"])[0]
-        except (KeyError, ValueError):
-            continue
-        text = res.data.get("nodelist", "")
-        rows: list[int] = []
-        for part in text.replace(")(", ")|(").split("|"):
-            name = part.strip("()").split(",")[0]
-            if name in index:
-                rows.append(index[name])
-        if not rows:
-            try:
-                rows = [n for group, _ in parse_nested(text) for lo, hi in group for n in range(lo, hi + 1)]
-            except ValueError:
-                continue
-        for n in rows:
-            out.append(Box(max(start, t0), end, offset[n], offset[n + 1], "#999999", "reservation",
-                           f"reservation {res.id} {format_date(start, fmt)} – {format_date(end, fmt)}"))
+    for res in read_reservations(doc.of_type("reservation"), machine, 0, quiet):  # epoch 0: absolute times
+        for n in bits_of(res.resources.node_mask()):
+            out.append(Box(max(res.start, t0), res.end, offset[n], offset[n + 1], "#999999", "reservation",
+                           f"reservation {res.id} {format_date(res.start, fmt)} – {format_date(res.end, fmt)}"))
     return out
 
 

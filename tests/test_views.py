@@ -87,3 +87,15 @@ def test_gantt_attribute_state(tmp_path):
     CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
     assert CliRunner().invoke(main, ["gantt", str(out), "-o", str(chart)]).exit_code == 0
     assert "cores" in chart.read_text()
+
+
+def test_gantt_draws_reservations_in_every_form(tmp_path):
+    """Reservations are read as the forecast reads them: wall instead of endtime, hostlists."""
+    res = {"maint": {"starttime": "01/10/12-12:00:10", "wall": "00:00:30", "nodelist": "n[1-2]"}}
+    src, out, chart = tmp_path / "in.xml", tmp_path / "out.xml", tmp_path / "c.svg"
+    src.write_bytes(snapshot({"a": waiting(1, 10)}, nodes={"n1": 2, "n2": 2}, reservations=res))
+    CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert CliRunner().invoke(main, ["gantt", str(out), "-o", str(chart)]).exit_code == 0
+    root = etree.parse(str(chart)).getroot()
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert titles.count("reservation maint 01/10/12-12:00:10 – 01/10/12-12:00:40") == 2  # one per node
