@@ -74,6 +74,27 @@ def progress_bar() -> Progress | None:
     return Progress() if sys.stderr.isatty() else None
 
 
+def _settings_option(f):
+    return click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="A scheduler key, e.g. --set maxtopdogs=all (repeatable).")(f)
+
+
+def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None):
+    """The prediction, with a progress line on stderr when it is a terminal."""
+    bar = progress_bar()
+    forecast = run_prediction(doc, report, settings, bar)
+    if bar:
+        bar.done()
+    assert forecast is not None  # predict mode raises instead of returning None
+    return forecast
+
+
+def _write(doc: lml.Document, forecast, output: str) -> None:
+    """The input document with the prediction's data added, written atomically."""
+    lml.add_results(doc, results(forecast))
+    lml.write_atomic(output, lml.serialize(doc))
+
+
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
@@ -95,8 +116,7 @@ def main() -> None:
 @click.option("-o", "--output", default="-", show_default=True, help="Output LML file ('-': standard output).")
 @click.option("--config", "preset", default=None, metavar="FILE",
               help="A preset: an LML file with one scheduler object, or a name from configs/ (juropa-moab).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a scheduler key (repeatable), e.g. --set maxtopdogs=all.")
+@_settings_option
 @click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
@@ -112,15 +132,9 @@ def predict(input_path: str, output: str, preset: str | None, overrides: tuple[s
         raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
                                  param_hint="-o")
     settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
-    report = Report(quiet=quiet)
     doc = lml.read(input_path)
-    bar = progress_bar()
-    forecast = run_prediction(doc, report, settings, bar)
-    if bar:
-        bar.done()
-    assert forecast is not None  # predict mode raises instead of returning None
-    lml.add_results(doc, results(forecast))
-    lml.write_atomic(output, lml.serialize(doc))
+    forecast = _forecast(doc, Report(quiet=quiet), settings)
+    _write(doc, forecast, output)
     if verbose:
         jobs = forecast.jobs
         started = sum(1 for j in jobs if j.start is not None)
@@ -191,11 +205,6 @@ def validate(input_path: str) -> None:
     click.echo(f"{input_path}: valid ({len(doc.objects)} objects, {len(doc.of_type('job'))} jobs)")
 
 
-def _settings_option(f):
-    return click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                        help="A scheduler key for the snapshot (repeatable).")(f)
-
-
 @main.command()
 @click.argument("trace_path", metavar="TRACE")
 @click.option("-o", "--output", default="-", show_default=True, help="Output LML file ('-': standard output).")
@@ -253,14 +262,9 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, override
     objects, counts = swf.snapshot_objects(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
     # the predicted file is only written on request; otherwise skip the XML round trip
     doc = lml.parse(lml.build(objects), trace_path) if output else lml.from_objects(objects)
-    bar = progress_bar()
-    forecast = run_prediction(doc, Report(quiet=quiet), None, bar)
-    if bar:
-        bar.done()
-    assert forecast is not None
+    forecast = _forecast(doc, Report(quiet=quiet), None)
     if output:
-        lml.add_results(doc, results(forecast))
-        lml.write_atomic(output, lml.serialize(doc))
+        _write(doc, forecast, output)
     stats = evaluation.schedule_stats(evaluation.records_of_forecast(forecast), forecast.snapshot.machine.total_cores)
     unstarted = sum(1 for j in forecast.jobs if j.start is None and not j.running)
     if as_json:
