@@ -126,22 +126,22 @@ _PEAK = (
     "    with open('/proc/self/status') as fh, open(os.environ['JUFO_PEAK_FILE'], 'w') as out:\n"
     "        out.write(next(l for l in fh if l.startswith('VmHWM:')).split()[1])\n"
     "atexit.register(_peak)\n"
-    "sys.argv = sys.argv[1:]\n"
-    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n"
+    "mode, target, sys.argv = sys.argv[1], sys.argv[2], sys.argv[2:]\n"
+    "if mode == '-m':\n"
+    "    runpy.run_module(target, run_name='__main__', alter_sys=True)\n"
+    "else:\n"
+    "    sys.argv[0] = '-c'\n"
+    "    exec(compile(target, '<bench>', 'exec'), {'__name__': '__main__'})\n"
 )
 
 
 def _time(cmd: list[str]) -> tuple[float, int]:
     """Wall time of a Python command (``[python, '-m', module, ...]`` or ``[python, '-c', code,
-    ...]``) and its own peak resident memory in KiB."""
+    ...]``) and its own peak resident memory in KiB, run through the ``_PEAK`` wrapper."""
     with tempfile.NamedTemporaryFile(suffix=".peak") as peak:
-        if cmd[1] == "-m":
-            run = [cmd[0], "-c", _PEAK, *cmd[2:]]
-        else:  # -c CODE ARGS: run the code as a module-less script
-            code = cmd[2] + "\nimport os\nwith open('/proc/self/status') as fh, open(os.environ['JUFO_PEAK_FILE'], 'w') as o:\n    o.write(next(l for l in fh if l.startswith('VmHWM:')).split()[1])\n"
-            run = [cmd[0], "-c", code, *cmd[3:]]
         began = time.perf_counter()
-        subprocess.run(run, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "JUFO_PEAK_FILE": peak.name})
+        subprocess.run([cmd[0], "-c", _PEAK, *cmd[1:]], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "JUFO_PEAK_FILE": peak.name})
         elapsed = time.perf_counter() - began
         text = open(peak.name).read().strip()
     return elapsed, int(text) if text else 0

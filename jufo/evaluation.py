@@ -16,6 +16,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from .dates import parse_date
+
 BSLD_THRESHOLD = 10
 
 
@@ -133,8 +135,6 @@ def _key(obj) -> str:
 def records_of_document(doc, predicted: bool) -> dict[str, Record]:
     """Jobs of an LML file with start and end: predicted (``jufo_*`` data) or actual
     (``dispatchdate``/``starttime`` and ``endtime``, or start + ``actualruntime``)."""
-    from .dates import parse_date
-
     out: dict[str, Record] = {}
     for obj in doc.of_type("job"):
         d = obj.data

@@ -19,6 +19,7 @@ from typing import Any
 from .dates import parse_date, parse_seconds
 from .errors import Report
 from .lml import LmlObject
+from .node import parse_memory
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
@@ -200,8 +201,6 @@ class JobReader:
         job.total_cores = total if total else nodes * per_node
         for key in ("memory", "reqmem"):
             if obj.data.get(key, "").strip():
-                from .node import parse_memory
-
                 try:
                     job.memory = parse_memory(obj.data[key])
                 except ValueError as err:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .dates import parse_date
+from .dates import parse_date, parse_seconds
 from .errors import Report
 from .lml import LmlObject
 from .node import Machine, parse_nodelist
@@ -42,8 +42,6 @@ def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, re
     that cannot be read is left out with a warning naming it: the rest of the forecast stands.
     Reservations that ended before time zero are dropped.
     """
-    from .dates import parse_seconds
-
     out: list[Reservation] = []
     for obj in objects:
         d = obj.data

@@ -16,7 +16,7 @@ import ast
 import io
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 from heapq import heapify, heappop, heappush, heapreplace
 from operator import attrgetter

@@ -5,7 +5,7 @@ import os
 import pytest
 import xmlschema
 
-from conftest import OFFICIAL_XSD, SAMPLES, predictions, running, snapshot, waiting
+from conftest import OFFICIAL_XSD, SAMPLES, predictions, snapshot, waiting
 
 from jufo import lml
 from jufo.errors import InputError

@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from conftest import predictions, running, snapshot, waiting
+from conftest import running, snapshot, waiting
 from jufo import lml, swf
 from jufo.cli import main
 from jufo.dates import parse_date
