@@ -85,26 +85,66 @@ def peak(spans: Iterable[Span], start: int, end: int, weight) -> int:
 
 
 class QueueLimits:
-    """Tracks the allocations of limited queues and checks a new one against the limits.
+    """Tracks the allocations of limited queues (and users) and checks a new one against the limits.
 
     Both running jobs and planned reservations count, each over its own time span, so a
-    limit holds at every instant of the simulated future, not only now.
+    limit holds at every instant of the simulated future, not only now. User caps (jobs a
+    user runs at once over all queues: the ``maxjobsperuser`` scheduler key, or caps learned
+    from history) are checked before the queues' limits.
     """
 
     def __init__(self, queues: dict[str, Queue]) -> None:
         self.queues = {name: q for name, q in queues.items() if q.limited}
         self.spans: dict[str, set] = {name: set() for name in self.queues}
+        self.user_caps: dict[str, int] = {}
+        self.user_default: int | None = None
+        self.user_source = ""
+        self.by_user: dict[str, set] = {}
+
+    @property
+    def active(self) -> bool:
+        """Is any limit configured?"""
+        return bool(self.queues) or self.users_limited
+
+    @property
+    def users_limited(self) -> bool:
+        return bool(self.user_caps) or self.user_default is not None
+
+    def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
+        """Cap the jobs each user runs at once over all queues: ``caps`` per user, ``default``
+        for the others (None: unlimited). Call before any allocation is added."""
+        self.user_caps, self.user_default, self.user_source = dict(caps), default, source
+
+    def user_cap(self, user: str) -> int | None:
+        return self.user_caps.get(user, self.user_default)
 
     def add(self, span: Span) -> None:
         if span.queue in self.spans:
             self.spans[span.queue].add(span)
+        if span.user and self.users_limited:
+            self.by_user.setdefault(span.user, set()).add(span)
 
     def discard(self, span: Span) -> None:
         if span.queue in self.spans:
             self.spans[span.queue].discard(span)
+        if span.user in self.by_user:
+            self.by_user[span.user].discard(span)
+
+    def user_exceeded(self, user: str, start: int, end: int) -> str | None:
+        """The user cap a job of ``user`` in ``[start, end)`` would break, or None."""
+        cap = self.user_cap(user) if self.users_limited else None
+        if cap is None:
+            return None
+        end = max(end, start + 1)
+        if peak(self.by_user.get(user, ()), start, end, lambda s: 1) + 1 > cap:
+            return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_source}"
+        return None
 
     def exceeded(self, queue: str, user: str, cores: int, start: int, end: int) -> str | None:
         """Which limit a job of ``cores`` in ``[start, end)`` would break, or None."""
+        capped = self.user_exceeded(user, start, end)
+        if capped is not None:
+            return capped
         q = self.queues.get(queue)
         if q is None:
             return None

@@ -21,6 +21,9 @@ from .dependency import END, START
 from .sorter import JobSorter, WaitingQueue, Walk
 from .state import Allocation, Failures, SystemState
 from .timeline import Kind, Timeline
+from .windows import WEEK, StartRule
+
+BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
 
 
 @dataclass
@@ -59,6 +62,9 @@ class Simulation(ABC):
         self.blocked: dict[Job, set[tuple[str, Job]]] = {}  # jobs held back by dependencies
         self.watchers: dict[tuple[str, Job], list[Job]] = {}
         self.progress: Callable[[int, int], None] | None = None  # (started, queued), now and then
+        self.rules: StartRule | None = None  # when jobs may start (start windows), if any
+        self._boundary: int | None = None  # the pending wake-up at the next window change
+        self._active = 0  # last time something other than a window change happened
 
     # -- template ----------------------------------------------------------------------------
     def run(self, running: list[Job], place: Callable[[Job], Any], reservations: list[Reservation],
@@ -85,6 +91,7 @@ class Simulation(ABC):
             self.events += 1
             arrivals: set[Job] = set()
             only_arrivals = True
+            started = self.started
             for kind, payload in batch:
                 if kind is Kind.END:
                     (payload.home or self.state).finish(payload)
@@ -99,13 +106,41 @@ class Simulation(ABC):
                 elif kind is Kind.ARRIVAL:
                     self.add_waiting(payload)
                     arrivals.add(payload)
+                elif payload is BOUNDARY:
+                    self._boundary = None
+                    only_arrivals = False
+                    continue
                 if kind is not Kind.ARRIVAL:
                     only_arrivals = False  # resources came back or a reservation begins
+                self._active = now
             if self.waiting:
                 self.insert_waiting_jobs(now, arrivals if only_arrivals else None)
+            if self.started > started:
+                self._active = now
+            if self.rules is not None and self.waiting:
+                self.wake_at_boundary(now)
             if self.progress is not None and self.events % 512 == 0:
                 self.progress(self.started, self.queued)
         self.explain_unstarted()
+
+    def wake_at_boundary(self, now: int) -> None:
+        """Jobs held back by a start window need a pass when it opens. After two quiet weeks of
+        window changes (nothing else happened, nothing started) no new wake-up is set: the
+        table repeats weekly, so nothing would ever start."""
+        t = self.rules.boundary_after(now)
+        if t is None or self._boundary is not None or t - self._active > 2 * WEEK:
+            return
+        self._boundary = t
+        self.timeline.push(t, Kind.WAKE, BOUNDARY)
+
+    def may_start(self, job: Job, now: int) -> bool:
+        """Does no start window hold ``job`` back at ``now``?"""
+        return self.rules is None or self.rules.next_start(job, now) == now
+
+    def start_rule(self, job: Job) -> Callable[[int], int | None] | None:
+        """``t`` → the earliest allowed start of ``job`` at or after ``t``, for ``earliest``."""
+        rules = self.rules
+        return None if rules is None else (lambda t: rules.next_start(job, t))
 
     def insert_running_jobs(self, running: list[Job], place: Callable[[Job], Any]) -> None:
         """Place running jobs, one after the other, on their resources until their predicted end."""
@@ -248,6 +283,9 @@ class Simulation(ABC):
         shape, size = job.shape
         if self.failed.covers(shape, size, job.wall):
             return None
+        if not self.may_start(job, self.state.now):
+            self.failed.add(shape, size, job.wall)  # start rules are monotone in the request
+            return None
         resources = self.state_for(job).is_insertable(job)
         if resources is None:
             self.failed.add(shape, size, job.wall)
@@ -287,6 +325,8 @@ class Simulation(ABC):
             elif job in self.bound_to:
                 job.reason = (f"Reservation: no room inside reservation {self.bound_to[job]}, "
                               "which this job is bound to (its nodes and interval)")
+            elif self.rules is not None and self.rules.next_start(job, self.state.now) != self.state.now:
+                job.reason = self.rules.why(job)
             else:
                 limit = self.state.queue_limit(job, self.state.now)
                 job.reason = limit or "NoStart: no time found where the job fits"
@@ -301,13 +341,17 @@ class FCFS(Simulation):
     name = "FCFS"
 
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
+        flag = False
         for job in self.waiting.ordered(now):
             if fresh is not None and job not in fresh:
                 return
-            resources = self.state_for(job).is_insertable(job)
+            resources = self.state_for(job).is_insertable(job) if self.may_start(job, now) else None
             if resources is None:
+                if self.state.user_capped(job, now):
+                    flag = True  # held back by its user's cap: not eligible, the next one is
+                    continue
                 return
-            self.start_job(job, now, resources, backfilled=False)
+            self.start_job(job, now, resources, backfilled=flag)
 
 
 class ListScheduling(Simulation):
@@ -372,7 +416,7 @@ class Backfilling(Simulation):
                 self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
                 continue
             flag = True
-            if self.held[self.group(job)] < self.policy.maxtopdogs:
+            if self.held[self.group(job)] < self.policy.maxtopdogs and not self.state.user_capped(job, now):
                 self._reserve(job, now)
 
     def saturated(self, group: Any) -> bool:
@@ -397,7 +441,7 @@ class Backfilling(Simulation):
 
     def _reserve(self, job: Job, now: int) -> None:
         home = self.state_for(job)
-        found = home.earliest(job, self.policy.horizon)
+        found = home.earliest(job, self.policy.horizon, self.start_rule(job))
         if found is None:
             return
         t, resources = found

@@ -15,6 +15,8 @@ such ``t`` is always now or a release time (availability only grows there), so
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import merge
 from itertools import islice
@@ -116,7 +118,8 @@ class SystemState(ABC):
     def shape(self, job: Job) -> tuple:
         """What must be equal for ``Failures`` to compare two requests by size and wall."""
         q = self.queues.get(job.queue)
-        owner = job.owner if q is not None and q.maxjobsperuser is not None else None
+        per_user = self.limits.users_limited or (q is not None and q.maxjobsperuser is not None)
+        owner = job.owner if per_user else None
         return (job.queue, owner, self._per_node(job))
 
     def _per_node(self, job: Job) -> int:
@@ -140,13 +143,20 @@ class SystemState(ABC):
         """Resources where ``job`` can start now and run its whole wall, or None."""
 
     @abstractmethod
-    def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, Any] | None:
+    def earliest(self, job: Job, horizon: int | None = None,
+                 allowed: Callable[[int], int | None] | None = None) -> tuple[int, Any] | None:
         """Earliest ``(t, resources)`` with ``t >= now`` where ``job`` fits for its whole wall,
         or None if it never does (or not before ``horizon``). The earliest such ``t`` is now
-        or a time where resources come back, so only those are tried."""
+        or a time where resources come back, so only those are tried; with start windows,
+        ``allowed(t)`` gives the earliest time at or after ``t`` the job may start (None:
+        never), and those times are tried too."""
 
     def _limited(self, job: Job, t: int) -> bool:
-        return bool(self.limits.queues) and self.queue_limit(job, t) is not None
+        return self.limits.active and self.queue_limit(job, t) is not None
+
+    def user_capped(self, job: Job, t: int) -> bool:
+        """Does a user cap keep ``job`` from starting at ``t``? (Such jobs take no reservation.)"""
+        return self.limits.users_limited and self.limits.user_exceeded(job.owner, t, t + job.wall) is not None
 
     def queue_limit(self, job: Job, t: int) -> str | None:
         """The queue limit that keeps ``job`` from starting at ``t`` on any resources, or None."""
@@ -275,7 +285,8 @@ class NodeState(SystemState):
         """Nodes with at least one free core.  O(1) big-int popcount."""
         return self.free.node_count()
 
-    def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, NodeCores] | None:
+    def earliest(self, job: Job, horizon: int | None = None,
+                 allowed: Callable[[int], int | None] | None = None) -> tuple[int, NodeCores] | None:
         """Sweep now and the later release times (running and planned ends), ascending.
 
         Free throughout ``[t, t+wall)`` = free now, plus what running jobs have released by
@@ -301,6 +312,14 @@ class NodeState(SystemState):
                 if pending[2] is not None:  # a running job's resources come back
                     base.update(pending[2].resources, shape)
                 pending = next(ends, None)
+            if allowed is not None:
+                later = allowed(t)
+                if later is None or (horizon is not None and later > horizon) or (
+                        self.deadline is not None and later + wall > self.deadline):
+                    return None
+                if later > t:  # take in what is released by then, and try there
+                    t = later
+                    continue
             # quick count first: nodes the queue may use with a free core (whole nodes suffice
             # to count when nothing is partly used)
             enough = (base.full & eligible).bit_count() >= k if not base.part else base.node_count() >= k
@@ -468,8 +487,12 @@ class AttributeState(SystemState):
                 return None
         return need
 
-    def earliest(self, job: Job, horizon: int | None = None) -> tuple[int, int] | None:
-        """One scan of the free-cores profile with a sliding minimum: O(segments)."""
+    def earliest(self, job: Job, horizon: int | None = None,
+                 allowed: Callable[[int], int | None] | None = None) -> tuple[int, int] | None:
+        """One scan of the free-cores profile with a sliding minimum: O(segments).
+        With start windows, a direct scan per tried time: O(segments × window)."""
+        if allowed is not None:
+            return self._earliest_allowed(job, horizon, allowed)
         for t, free in self.profile.windows(self.now, job.wall, min):
             if horizon is not None and t > horizon:
                 return None
@@ -478,6 +501,31 @@ class AttributeState(SystemState):
             if job.total_cores <= free and not self._limited(job, t):
                 return t, job.total_cores
         return None
+
+    def _earliest_allowed(self, job: Job, horizon: int | None,
+                          allowed: Callable[[int], int | None]) -> tuple[int, int] | None:
+        """``earliest`` under start windows: at each allowed time, the smallest free count over
+        the window; on failure the next breakpoint (a later start in the same segment sees a
+        window no freer)."""
+        times, values = self.profile.times, self.profile.values
+        need, span = job.total_cores, max(job.wall, 1)
+        t: int | None = self.now
+        while True:
+            t = allowed(t)
+            if t is None or (horizon is not None and t > horizon):
+                return None
+            if self.deadline is not None and t + job.wall > self.deadline:
+                return None
+            i = bisect_right(times, t) - 1
+            j, free = i, values[i]
+            while j + 1 < len(times) and times[j + 1] < t + span:
+                j += 1
+                free = min(free, values[j])
+            if need <= free and not self._limited(job, t):
+                return t, need
+            if i + 1 >= len(times):
+                return None
+            t = times[i + 1]
 
     def advance(self, now: int) -> None:
         super().advance(now)

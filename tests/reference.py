@@ -28,7 +28,13 @@ class Alloc:
 
 
 class Reference:
-    def __init__(self, machine: Machine, queues: dict, settings: dict) -> None:
+    """``rules``: start windows (``next_start(job, t)``, ``boundary_after(t)``); ``user_caps``:
+    jobs each user may run at once (None: no caps; a user not listed is unlimited)."""
+
+    def __init__(self, machine: Machine, queues: dict, settings: dict, rules=None,
+                 user_caps: dict[str, int] | None = None) -> None:
+        self.rules = rules
+        self.user_caps = user_caps
         self.m = machine
         self.queues = queues
         self.algorithm = settings["scheduling_algorithm"]
@@ -52,7 +58,21 @@ class Reference:
         points = {t} | {a.start for a in allocs if t < a.start < end}
         return max((sum(weight(a) for a in allocs if a.start <= x < a.end) for x in points), default=0)
 
+    def capped(self, job: Job, t: int) -> bool:
+        """Would ``job`` at ``t`` exceed its user's cap (counted over all queues)?"""
+        cap = (self.user_caps or {}).get(job.owner)
+        if cap is None:
+            return False
+        end = t + job.wall
+        mine = [a for a in self.overlapping(t, end) if a.user == job.owner]
+        return self.peak(mine, t, end, lambda a: 1) + 1 > cap
+
+    def allowed(self, job: Job, t: int) -> bool:
+        return self.rules is None or self.rules.next_start(job, t) == t
+
     def limits_ok(self, job: Job, t: int) -> bool:
+        if not self.allowed(job, t) or self.capped(job, t):
+            return False
         q = self.queues.get(job.queue, {})
         if not q:
             return True
@@ -105,7 +125,10 @@ class Reference:
         return frozenset(x for group in chosen for x in group)
 
     def earliest(self, job: Job, now: int):
-        for t in sorted({now} | {a.end for a in self.allocs if a.end > now}):
+        times = {now} | {a.end for a in self.allocs if a.end > now} | {a.start for a in self.allocs if a.start > now}
+        if self.rules is not None:  # and the first allowed start after each of them
+            times |= {x for x in (self.rules.next_start(job, t) for t in list(times)) if x is not None}
+        for t in sorted(times):
             found = self.fit(job, t)
             if found is not None:
                 return t, found
@@ -146,15 +169,26 @@ class Reference:
         queue = [j for j in waiting]
         out: dict = {}
         reserved: dict[Job, Alloc] = {}
-        t = 0
+        t = active = 0
+        real = True  # time zero counts as activity
         while True:
             present = sorted((j for j in queue if j.queued <= t and j.id not in out), key=lambda j: (j.queued, j.index))
+            before = len(out)
             self.pass_at(t, present, out, reserved)
-            later = [a.end for a in self.allocs if a.end > t] + [a.start for a in reserved.values() if a.start > t]
-            later += [j.queued for j in queue if j.queued > t]
+            if real or len(out) > before:
+                active = t
+            events = [a.end for a in self.allocs if a.end > t] + [a.start for a in reserved.values() if a.start > t]
+            events += [j.queued for j in queue if j.queued > t]
+            later = list(events)
+            if self.rules is not None and len(out) < len(queue):
+                # wake up where a start window changes, but not after two quiet weeks (as the engine)
+                boundary = self.rules.boundary_after(t)
+                if boundary is not None and boundary - active <= 2 * 7 * 86400:
+                    later.append(boundary)
             if not later or len(out) == len(queue):
                 return out
             t = min(later)
+            real = t in events
 
     def pass_at(self, t: int, present: list[Job], out: dict, reserved: dict) -> None:
         passed_over = False
@@ -171,6 +205,9 @@ class Reference:
             if found is not None:
                 self.hold(job, t, found)
                 out[job.id] = (t, found, False, passed_over)
+                continue
+            if self.user_caps is not None and self.capped(job, t) and self.allowed(job, t):
+                passed_over = True  # held back by its user's cap: not eligible, takes no reservation
                 continue
             if self.algorithm == "FCFS":
                 return
