@@ -5,7 +5,8 @@ This is the glue the commands call; each step lives in its own module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import dependency
@@ -18,6 +19,7 @@ from .node import Machine, read_nodes, parse_nodelist
 from .queue import Queue, read_queues
 from .ranges import NodeCores, format_nested, lowest
 from .reservation import Reservation, cores_only, read_reservations
+from .behaviour import Behaviour
 from .simulation import Simulation
 from .state import NodeState, SystemState
 
@@ -35,6 +37,10 @@ class Snapshot:
     scheduler: dict[str, str]
     scheduler_label: str
     job_problems: list[str] = field(default_factory=list)
+
+    def fresh(self) -> Snapshot:
+        """The same snapshot with its jobs as read, for another simulation of it."""
+        return replace(self, jobs=[job.fresh() for job in self.jobs])
 
 
 def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
@@ -141,12 +147,30 @@ def predict(doc: Document, report: Report, overrides: dict[str, str] | None = No
     if prepared is None:
         return None
     snap, config = prepared
+    return simulate(snap, config, report, progress)
+
+
+def simulate(snap: Snapshot, config: Configuration, report: Report, progress=None,
+             behaviour: Behaviour | None = None) -> Forecast:
+    """Run the configured scheduler over the snapshot's jobs, with learned habits if given
+    (run times where the snapshot gives none, start windows, user caps)."""
     state = config.make_state(snap.machine, snap.queues)
+    sim = config.make_simulation(state, snap.epoch, report)
+    if behaviour is not None:
+        for job in snap.jobs:
+            predicted = behaviour.runtimes.get(job.id)
+            if predicted is not None and job.actual is None:
+                job.actual = min(predicted[0], job.wall)
+        if behaviour.user_caps:
+            running = Counter(job.owner for job in snap.jobs if job.running)
+            caps = {user: max(cap, running[user]) for user, cap in behaviour.user_caps.items()}
+            state.limits.limit_users(caps, source=" (learned from history)")
+        if behaviour.windows is not None and behaviour.windows.active:
+            sim.rules = behaviour.windows
     running = [job for job in snap.jobs if job.running]
     reservations: list[Any] = snap.reservations
     if not isinstance(state, NodeState):
         reservations = cores_only(snap.reservations, snap.machine)
-    sim = config.make_simulation(state, snap.epoch, report)
     sim.progress = progress
     waiting = [job for job in snap.jobs if not job.running and job.reason is None]
     sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,

@@ -12,7 +12,7 @@ while the scheduler keeps planning with ``wall``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any
 
@@ -59,6 +59,7 @@ class Job:
     backfilled: bool = False
     order_key: tuple = ()  # static priority key, set by the JobSorter when first asked
     shape: tuple = ()  # (request shape, size) for the per-pass failure memo, set when queued
+    read_reason: str | None = None  # the reason reading gave (held, bad input), before any simulation
 
     def __repr__(self) -> str:
         return f"Job({self.id})"
@@ -80,6 +81,17 @@ class Job:
     def waiting(self) -> bool:
         return self.state == WAITING and self.reason is None
 
+    @property
+    def key(self) -> str:
+        """How the batch system names the job (``step``), else its object id: what matches a
+        job across snapshots, accounting and traces."""
+        return self.data.get("step") or self.id
+
+    def fresh(self) -> Job:
+        """A copy as it was read, without any prediction: for a second simulation."""
+        return replace(self, reason=self.read_reason, start=None, end=None, resources=None, topdog=False,
+                       backfilled=False, order_key=(), shape=())
+
 
 @dataclass
 class JobReader:
@@ -91,6 +103,11 @@ class JobReader:
     problems: list[str] = field(default_factory=list)
 
     def read(self, obj: LmlObject) -> Job:
+        job = self._read(obj)
+        job.read_reason = job.reason
+        return job
+
+    def _read(self, obj: LmlObject) -> Job:
         d = obj.data
         state = d.get("state", "").strip()
         if not state and d.get("status", "").strip():

@@ -1,0 +1,164 @@
+"""Accounting: what the batch system reports of each job, as one record per job.
+
+Records come from an SWF trace, from Slurm's ``sacct --parsable2 --allusers`` output, or from
+the stream of snapshots (see ``history``). Times are epoch seconds in the snapshots' own
+clock (dates are read as wall-clock time, as everywhere in jufo); None means unknown.
+
+``until(records, T)`` keeps what the accounting showed at ``T``: finished jobs, and the start
+of jobs running then — never anything later. A start is known at ``T`` when it happened
+before ``T``, an end when it happened by ``T`` (as ``swf2lml --at T`` draws the snapshot).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from math import ceil
+
+from .dates import parse_date, parse_seconds
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job as accounting (or the snapshots) saw it."""
+
+    id: str
+    user: str = ""
+    group: str = ""
+    account: str = ""
+    queue: str = ""
+    qos: str = ""
+    nodes: int = 1
+    cores: int = 1
+    wall: int | None = None  # requested run time, seconds
+    submit: int | None = None
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def runtime(self) -> int | None:
+        """Run time of a finished job."""
+        return None if self.start is None or self.end is None else self.end - self.start
+
+    @property
+    def wait(self) -> int | None:
+        return None if self.start is None or self.submit is None else self.start - self.submit
+
+
+def until(records: Iterable[JobRecord], t: int) -> Iterator[JobRecord]:
+    """What the accounting showed at ``t``: finished jobs, and running ones without their end.
+
+    >>> r = [JobRecord("1", submit=0, start=5, end=9), JobRecord("2", submit=0, start=5, end=20),
+    ...      JobRecord("3", submit=1, start=12, end=14)]
+    >>> [(x.id, x.end) for x in until(r, 10)]
+    [('1', 9), ('2', None)]
+    """
+    for rec in records:
+        if rec.start is None or rec.start >= t:
+            continue
+        if rec.end is not None and rec.end > t:
+            rec = replace(rec, end=None)
+        yield rec
+
+
+def from_swf(trace, cores_per_node: int = 1) -> list[JobRecord]:
+    """Records of an SWF trace, named as ``swf2lml`` names its jobs (``step`` = job number,
+    owner ``userN``, queue ``queueN`` or ``batch``), so snapshots and history match."""
+    out = []
+    for job in trace.jobs:
+        queue = f"queue{job.queue}" if job.queue >= 0 else "batch"
+        start = trace.epoch + job.start
+        out.append(JobRecord(str(job.number), f"user{job.user}", f"group{job.group}", "", queue, "",
+                             ceil(job.procs / cores_per_node), job.procs,
+                             job.requested if job.requested > 0 else None,
+                             trace.epoch + job.submit, start, start + job.run))
+    return out
+
+
+SACCT_FIELDS = ("JobID", "User", "Group", "Account", "Partition", "QOS", "NNodes", "NCPUS", "Timelimit",
+                "Submit", "Start", "End", "State")
+_UNKNOWN = {"", "unknown", "none", "n/a"}
+_ARRAY_SUMMARY = re.compile(r"^\d+_\[.*\]$")
+_TIMELIMIT = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)")
+
+
+def parse_timelimit(text: str) -> int | None:
+    """Seconds of a Slurm time limit (``1-00:00:00``, ``02:00:00``, ``30:00``), None for
+    ``UNLIMITED``, ``Partition_Limit`` and the like; ValueError when malformed.
+
+    >>> parse_timelimit("1-02:00:00"), parse_timelimit("30:00"), parse_timelimit("UNLIMITED")
+    (93600, 1800, None)
+    """
+    text = text.strip()
+    if text.lower() in _UNKNOWN or text.lower() in ("unlimited", "partition_limit", "invalid"):
+        return None
+    m = _TIMELIMIT.fullmatch(text)
+    if m is None:
+        return parse_seconds(text) * 60  # a bare number: minutes, as sbatch reads it
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _date(text: str) -> int | None:
+    text = text.strip()
+    if text.lower() in _UNKNOWN:
+        return None
+    return parse_date(text)[0]
+
+
+def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict[str, int]]:
+    """Records of ``sacct --parsable2 --allusers`` output with a header line naming at least
+    the fields of ``SACCT_FIELDS`` (any order). Job steps (``123.batch``, ``123.0``) are
+    skipped, array tasks (``123_7``) and heterogeneous components (``123+1``) are jobs of
+    their own, a pending array's summary line (``123_[8-100%10]``) is skipped: its tasks are
+    not known yet. A malformed line is InputError naming the file and line.
+    """
+    counts = {"jobs": 0, "steps": 0, "pending_arrays": 0}
+    header: list[str] | None = None
+    out: list[JobRecord] = []
+    for lineno, line in enumerate(lines, 1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if header is None:
+            header = [f.strip() for f in fields]
+            missing = [f for f in SACCT_FIELDS if f not in header]
+            if missing:
+                raise InputError(f"{source} line {lineno}", "header", line[:200],
+                                 f"not a sacct --parsable2 header: missing {', '.join(missing)}")
+            index = {name: header.index(name) for name in SACCT_FIELDS}
+            continue
+        if len(fields) < len(header):
+            raise InputError(f"{source} line {lineno}", None, None,
+                             f"{len(fields)} fields, the header names {len(header)}")
+        get = {name: fields[i].strip() for name, i in index.items()}
+        job_id = get["JobID"]
+        if "." in job_id:
+            counts["steps"] += 1
+            continue
+        if _ARRAY_SUMMARY.match(job_id):
+            counts["pending_arrays"] += 1
+            continue
+        try:
+            if not job_id:
+                raise ValueError("JobID is empty")
+            nodes = int(get["NNodes"] or 1)
+            cores = int(get["NCPUS"] or 1)
+            wall = parse_timelimit(get["Timelimit"])
+            submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
+        except ValueError as err:
+            raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
+        state = get["State"].split()[0].upper() if get["State"] else ""
+        if state in ("PENDING", "REQUEUED") or (start is not None and end is not None and end < start):
+            start = end = None
+        elif state in ("RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "RESIZING"):
+            end = None
+        out.append(JobRecord(job_id, get["User"], get["Group"], get["Account"], get["Partition"].split(",")[0],
+                             get["QOS"], max(nodes, 1), max(cores, 1), wall, submit, start, end))
+        counts["jobs"] += 1
+    if header is None:
+        raise InputError(source, "header", None, "empty: expected sacct --parsable2 output with a header line")
+    return out, counts

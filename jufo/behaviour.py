@@ -1,0 +1,142 @@
+"""What the real machine does that its configuration does not say, learned from job records.
+
+Two habits are learned, each only on clear evidence, so that a machine without them is
+forecast as before:
+
+* **Start windows** (``learn_windows``): per wall class and slot (hour of the day on Mon–Fri,
+  Saturday, Sunday), over the last ``WINDOW_WEEKS`` weeks, the starts a slot should have seen
+  if jobs of that class started at a steady rate while they waited (their waiting hours in
+  the slot × the class's starts per waiting hour). A slot is closed to a class when that
+  expectation is at least ``MIN_EXPECTED`` starts and it saw at most ``TOLERANCE`` of them.
+  On KTH's SP2 this finds the documented policy (no job over 4 h on weekday daytime, none
+  across 07:00 or 16:00); on HPC2N it closes nothing.
+* **User caps** (``learn_user_caps``): the most jobs a user ran at once, over the last
+  ``CAP_DAYS`` days, at times when the user had jobs waiting *and* the machine had room for
+  the smallest of them — so the cap is the user's limit, not a full machine. Users with less
+  than ``CAP_HOURS`` hours of such waiting get no cap.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .accounting import JobRecord
+from .windows import CLASSES, DAY, HOUR, SLOTS, WEEK, WeeklyWindows, slot_of, wall_class
+
+WINDOW_WEEKS = 8
+MIN_EXPECTED = 5.0
+TOLERANCE = 0.05
+MIN_STARTS = 10
+CAP_DAYS = 30
+CAP_HOURS = 6
+# hours of each slot in one week: Mon-Fri slots occur five times
+_SLOT_HOURS = [5] * 24 + [1] * 48
+
+
+@dataclass
+class Behaviour:
+    """Learned habits handed to the simulation, and the run-time model name per job."""
+
+    windows: WeeklyWindows | None = None
+    user_caps: dict[str, int] = field(default_factory=dict)
+    runtimes: dict[str, tuple[int, str]] = field(default_factory=dict)  # job id → (seconds, model)
+
+
+def _add_exposure(row: list[float], start: int, end: int) -> None:
+    """Add the hours of ``[start, end)`` to the slots they fall in.  O(min(hours, 168))."""
+    weeks = (end - start) // WEEK
+    if weeks:
+        for s in range(SLOTS):
+            row[s] += weeks * _SLOT_HOURS[s]
+        start += weeks * WEEK
+    t = start
+    while t < end:
+        step = min(end, t - t % HOUR + HOUR)
+        row[slot_of(t)] += (step - t) / HOUR
+        t = step
+
+
+def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WEEKS) -> set[tuple[int, int]]:
+    """Closed ``(wall class, slot)`` pairs, from what started when over ``weeks`` weeks before
+    ``now`` (epoch seconds). Jobs without a start are waiting until ``now``."""
+    lo = now - weeks * WEEK
+    exposure = [[0.0] * SLOTS for _ in range(CLASSES)]
+    starts = [[0] * SLOTS for _ in range(CLASSES)]
+    for rec in records:
+        if rec.wall is None or rec.submit is None or rec.submit >= now:
+            continue
+        if rec.start is not None and rec.start < lo:
+            continue
+        c = wall_class(rec.wall)
+        begin, stop = max(rec.submit, lo), min(rec.start if rec.start is not None else now, now)
+        if stop > begin:
+            _add_exposure(exposure[c], begin, stop)
+        if rec.start is not None and lo <= rec.start < now:
+            starts[c][slot_of(rec.start)] += 1
+    closed: set[tuple[int, int]] = set()
+    for c in range(CLASSES - 1, -1, -1):  # class c counts every job of class c or longer
+        if c < CLASSES - 1:
+            for s in range(SLOTS):
+                exposure[c][s] += exposure[c + 1][s]
+                starts[c][s] += starts[c + 1][s]
+        total_starts, total_hours = sum(starts[c]), sum(exposure[c])
+        if total_starts < MIN_STARTS or total_hours <= 0:
+            continue
+        rate = total_starts / total_hours
+        for s in range(SLOTS):
+            expected = rate * exposure[c][s]
+            if expected >= MIN_EXPECTED and starts[c][s] <= TOLERANCE * expected:
+                closed.add((c, s))
+    return closed
+
+
+def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days: int = CAP_DAYS) -> dict[str, int]:
+    """The most jobs each user ran at once while some of theirs waited and the machine had
+    room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``."""
+    lo = now - days * DAY
+    events: list[tuple[int, int, JobRecord]] = []
+    for rec in records:
+        if rec.submit is None or rec.submit >= now:
+            continue
+        if rec.end is not None and rec.end < lo:
+            continue
+        events.append((rec.submit, 1, rec))
+        if rec.start is not None and rec.start < now:
+            events.append((rec.start, 2, rec))
+            if rec.end is not None and rec.end < now:
+                events.append((rec.end, 0, rec))
+    events.sort(key=lambda e: (e[0], e[1], e[2].id))
+    running: Counter = Counter()
+    waiting: dict[str, dict[str, int]] = {}
+    used = 0
+    best: Counter = Counter()
+    seconds: Counter = Counter()
+    last = None
+
+    def account(until: int) -> None:
+        if last is None or until <= lo:
+            return
+        span = until - max(last, lo)
+        if span <= 0:
+            return
+        for user, jobs in waiting.items():
+            if jobs and capacity - used >= min(jobs.values()):
+                seconds[user] += span
+                best[user] = max(best[user], running[user])
+
+    for t, kind, rec in events:
+        account(t)
+        last = t
+        if kind == 1:
+            waiting.setdefault(rec.user, {})[rec.id] = rec.cores
+        elif kind == 2:
+            waiting.get(rec.user, {}).pop(rec.id, None)
+            running[rec.user] += 1
+            used += rec.cores
+        else:
+            running[rec.user] -= 1
+            used -= rec.cores
+    account(now)
+    return {user: max(1, best[user]) for user, s in sorted(seconds.items()) if s >= CAP_HOURS * HOUR}

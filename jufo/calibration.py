@@ -1,0 +1,196 @@
+"""Calibrated start ranges: how far real starts fell from earlier forecasts, per horizon.
+
+Every forecast the history kept is scored against what happened: the ratio
+``r = (actual wait + C) / (simulated wait + C)`` (waits from the time the forecast was made,
+``C`` = 10 minutes keeps "starts now" forecasts comparable). Forecasts of jobs still waiting
+are *censored*: their ratio is at least what the wait so far gives. Per horizon bucket (the
+simulated wait: under 15 min, 1 h, 4 h, 12 h, 1 day, 3 days, a week, longer) the
+Kaplan–Meier estimate of the ratio's distribution gives, for a new forecast, the shortest
+ratio interval holding the stated share of real starts — in the manner of split conformal
+prediction: if the future resembles the recent past, the range holds the real start for that
+share of jobs. Right-skewed waits make the shortest interval much narrower than the central
+one (often ``[now, q80]``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+C = 600
+HORIZONS = (1, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400)
+MIN_SCORED = 30  # forecasts a bucket needs; thinner ones borrow from their neighbours
+_GRID = 100  # interval ends are searched on quantile levels k / 100
+
+
+def bucket(wait: int) -> int:
+    """Horizon bucket of a simulated wait in seconds.
+
+    >>> [bucket(w) for w in (0, 600, 3600, 10 * 86400)]
+    [0, 1, 3, 8]
+    """
+    return bisect.bisect_right(HORIZONS, wait)
+
+
+def bucket_label(b: int) -> str:
+    """How reports name a horizon bucket.
+
+    >>> bucket_label(0), bucket_label(2), bucket_label(8)
+    ('now', '15 min-1 h', 'over 7 d')
+    """
+    names = ("now", "15 min", "1 h", "4 h", "12 h", "1 d", "3 d", "7 d")
+    if b == 0:
+        return "now"
+    if b == 1:
+        return "under 15 min"
+    if b >= len(HORIZONS):
+        return f"over {names[-1]}"
+    return f"{names[b - 1]}-{names[b]}"
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A past forecast and what became of it (epoch seconds)."""
+
+    made: int  # when the forecast was made
+    predicted: int  # the simulated start
+    start: int | None  # the real start, if it is known
+    seen: int  # the job was still waiting at this time (when ``start`` is unknown)
+    lo: int | None = None  # the range given then, if any
+    hi: int | None = None
+
+    @property
+    def wait(self) -> int:
+        return max(0, self.predicted - self.made)
+
+    def ratio(self) -> tuple[float, bool]:
+        """``(ratio, observed)``; unobserved ratios are lower bounds (censored)."""
+        actual = (self.start if self.start is not None else self.seen) - self.made
+        return (max(actual, 0) + C) / (self.wait + C), self.start is not None
+
+
+def km_quantiles(samples: list[tuple[float, bool]], levels: list[float]) -> list[float]:
+    """Kaplan–Meier quantiles of right-censored samples: for each level, the smallest value
+    whose estimated distribution reaches it (inf where the data cannot say).  O(n log n).
+
+    >>> km_quantiles([(1, True), (2, True), (3, True), (4, True)], [0.25, 0.5, 1.0])
+    [1, 2, 4]
+    >>> km_quantiles([(1, True), (2, False), (3, True), (4, False)], [0.5, 0.9])
+    [3, inf]
+    """
+    ordered = sorted(samples, key=lambda s: (s[0], not s[1]))
+    n, at_risk, surviving, i = len(ordered), len(ordered), 1.0, 0
+    wanted = sorted(range(len(levels)), key=lambda k: levels[k])
+    result = [math.inf] * len(levels)
+    w = 0
+    while i < n and w < len(wanted):
+        value = ordered[i][0]
+        events = censored = 0
+        while i < n and ordered[i][0] == value:
+            events += ordered[i][1]
+            censored += not ordered[i][1]
+            i += 1
+        if events:
+            surviving *= 1 - events / at_risk
+        at_risk -= events + censored
+        while w < len(wanted) and 1 - surviving >= levels[wanted[w]] - 1e-12:
+            result[wanted[w]] = value
+            w += 1
+    return result
+
+
+def conformal_level(coverage: float, independent: int) -> float:
+    """The share of past errors a range must hold so that a new forecast falls inside with
+    probability ``coverage``: split conformal prediction's ⌈(n+1)·coverage⌉ / n. Forecasts
+    made on one day share one queue and err together, so ``n`` counts days, not forecasts.
+
+    >>> round(conformal_level(0.8, 13), 3), round(conformal_level(0.8, 90), 3), conformal_level(0.8, 2)
+    (0.923, 0.811, 1.0)
+    """
+    if independent <= 0:
+        return 1.0
+    return min(1.0, math.ceil(round((independent + 1) * coverage, 9)) / independent)
+
+
+@dataclass(frozen=True)
+class Band:
+    """Calibration of one horizon bucket: ratio bounds and what they rest on."""
+
+    low: float
+    high: float
+    median: float
+    scored: int  # forecasts it rests on
+    resolved: int  # of which the real start is known
+    label: str
+
+
+class Calibration:
+    """Ratio intervals per horizon bucket from scored forecasts.
+
+    >>> day = 86400  # "starts now" forecasts on 40 days; the jobs started 0, 100, ... 3900 s later
+    >>> past = [Scored(d * day, d * day, d * day + d * 100, d * day) for d in range(40)]
+    >>> Calibration(past, 0.8).range(100 * day, 100 * day)  # best, lo, hi, horizon
+    (8640000, 8640000, 8643300, 'now')
+    """
+
+    def __init__(self, scored: Iterable[Scored], coverage: float) -> None:
+        self.coverage = coverage
+        groups: dict[int, list[tuple[float, bool]]] = {}
+        days: dict[int, set[int]] = {}
+        for s in scored:
+            b = bucket(s.wait)
+            groups.setdefault(b, []).append(s.ratio())
+            days.setdefault(b, set()).add(s.made // 86400)
+        self.groups = groups
+        self.days = days
+        self.total = sum(len(g) for g in groups.values())
+        self._bands: dict[int, Band | None] = {}
+
+    def band(self, b: int) -> Band | None:
+        """The ratio interval for bucket ``b`` (None without enough scored forecasts)."""
+        if b not in self._bands:
+            self._bands[b] = self._make_band(b)
+        return self._bands[b]
+
+    def _make_band(self, b: int) -> Band | None:
+        samples = list(self.groups.get(b, []))
+        days = set(self.days.get(b, ()))
+        reach = 0
+        while len(samples) < MIN_SCORED and reach < len(HORIZONS):
+            reach += 1
+            for near in (b - reach, b + reach):
+                samples.extend(self.groups.get(near, []))
+                days |= self.days.get(near, set())
+        if len(samples) < MIN_SCORED:
+            return None
+        levels = [k / _GRID for k in range(_GRID + 1)]
+        q = km_quantiles(samples, levels[1:])
+        q.insert(0, min(v for v, _ in samples))
+        span = math.ceil(round(conformal_level(self.coverage, len(days)) * _GRID, 6))
+        best = None
+        for k in range(_GRID - span + 1):
+            low, high = q[k], q[k + span]
+            if best is None or high - low < best[1] - best[0]:
+                best = (low, high)
+        if best is None or math.isinf(best[1]):
+            return None
+        median = q[_GRID // 2]
+        label = bucket_label(b) if reach == 0 else f"{bucket_label(b)} (with neighbouring horizons)"
+        return Band(best[0], best[1], median, len(samples), sum(1 for _, seen in samples if seen), label)
+
+    def range(self, now: int, predicted: int) -> tuple[int, int, int, str] | None:
+        """``(best, lo, hi, bucket label)`` for a forecast made at ``now`` of a start at
+        ``predicted`` (epoch seconds); the best estimate is the forecast itself, moved into
+        the range when it lies outside. None when the history cannot calibrate this horizon."""
+        wait = max(0, predicted - now)
+        band = self.band(bucket(wait))
+        if band is None:
+            return None
+
+        def at(ratio: float) -> int:
+            return now + max(0, round(ratio * (wait + C) - C))
+
+        lo, hi = at(band.low), at(band.high)
+        return min(max(predicted, lo), hi), lo, hi, band.label
