@@ -1,0 +1,309 @@
+"""Backtests: forecast a real trace's waiting queue at regular times and compare with what
+really happened — the judge of every forecast jufo makes.
+
+At each time ``T`` (``--every`` seconds from ``--from`` to ``--to``): the snapshot of the
+queue as ``swf2lml --at T`` draws it; a history holding only what the accounting showed at
+``T`` (jobs finished by then, starts before then, the waiting jobs' submits; the last
+``keep`` days, as a real history file keeps); and the forecasts made at earlier times, scored
+with the starts known at ``T``. Three forecasts of every waiting job are compared with its
+real start: the walltime-only simulation, "it starts now", and the history forecast with its
+calibrated range.
+
+Snapshots are independent in what costs time (the simulations): phase 1 runs them on local
+processes (``jobs``) or a Dask cluster; phase 2, the calibration, is cheap and runs in time
+order. Results do not depend on the engine.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from . import accounting, lml, swf
+from .accounting import JobRecord
+from .calibration import Calibration, Scored
+from .errors import Report
+from .forecast import prepare
+from .history import KEEP_DAYS, SCORED_LIMIT
+from .forecast import simulate
+from .outlook import DEFAULT_COVERAGE, behaviour_for, learn
+
+WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 3600, "1-6 h"),
+                (6 * 3600, None, "over 6 h"))
+FORECASTERS = ("walltime", "starts now", "history")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a backtest runs: the trace, how it becomes a snapshot, and the scheduler keys."""
+
+    trace: str
+    nodes: int | None = None
+    cores: int = 1
+    overrides: tuple[tuple[str, str], ...] = ()
+    keep_days: int = KEEP_DAYS
+
+
+@dataclass(frozen=True)
+class Raw:
+    """One waiting job at one snapshot, before calibration (epoch seconds)."""
+
+    made: int
+    job: str
+    learned: int | None  # simulated start with learned habits
+    wall: int | None  # walltime-only simulated start
+    actual: int  # the real start (never used by the forecast)
+    submit: int
+
+
+class TraceSource:
+    """A HistorySource over a trace: at ``now``, only what the accounting showed then."""
+
+    def __init__(self, records: list[JobRecord], keep_days: int = KEEP_DAYS) -> None:
+        self.by_submit = sorted(records, key=lambda r: (r.submit, r.id))
+        self.submits = [r.submit for r in self.by_submit]
+        self.keep = keep_days * 86400
+        self.scored_list: list[Scored] = []
+
+    def records(self, now: int) -> list[JobRecord]:
+        """Finished jobs (ended in the last ``keep`` days), running ones without their end,
+        and the waiting ones without their start."""
+        lo = bisect.bisect_left(self.submits, now - 2 * self.keep)
+        hi = bisect.bisect_right(self.submits, now)
+        out = []
+        for rec in self.by_submit[lo:hi]:
+            if rec.start is None or rec.start >= now:
+                out.append(JobRecord(rec.id, rec.user, rec.group, rec.account, rec.queue, rec.qos, rec.nodes,
+                                     rec.cores, rec.wall, rec.submit))
+            elif rec.end is not None and rec.end > now:
+                out.append(replace(rec, end=None))
+            elif rec.end is None or rec.end >= now - self.keep:
+                out.append(rec)
+        return out
+
+    def scored(self, now: int) -> list[Scored]:
+        return self.scored_list
+
+
+_TRACES: dict[str, tuple] = {}
+
+
+def _load(settings: Settings):
+    """The trace and its records, read once per process."""
+    if settings.trace not in _TRACES:
+        trace = swf.read(settings.trace)
+        _TRACES[settings.trace] = (trace, accounting.from_swf(trace, settings.cores),
+                                   {str(j.number): j for j in trace.jobs})
+    return _TRACES[settings.trace]
+
+
+def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
+    """Phase 1 for one snapshot ``at`` seconds after the trace's start: both simulations."""
+    trace, records, by_number = _load(settings)
+    objects, _ = swf.snapshot_objects(trace, swf.Conversion(at=at, nodes=settings.nodes, cores=settings.cores,
+                                                            settings=dict(settings.overrides)))
+    report = Report(quiet=True)
+    prepared = prepare(lml.from_objects(objects), report)
+    assert prepared is not None
+    snap, config = prepared
+    source = TraceSource(records, settings.keep_days)
+    wall = simulate(snap.fresh(), config, report)
+    knowledge = learn(source, snap, DEFAULT_COVERAGE)
+    learned_snap = snap.fresh()
+    learned = simulate(learned_snap, config, report, behaviour=behaviour_for(learned_snap, knowledge))
+    walls = {job.id: job.start for job in wall.jobs}
+    out = []
+    for job in learned.jobs:
+        if job.running:
+            continue
+        real = by_number[job.key]
+        plain = walls[job.id]
+        out.append(Raw(snap.epoch, job.key, None if job.start is None else snap.epoch + job.start,
+                       None if plain is None else snap.epoch + plain, trace.epoch + real.start,
+                       trace.epoch + real.submit))
+    return out
+
+
+def times(trace, every: int, start: int | None, stop: int | None) -> list[int]:
+    """Snapshot times, seconds after the trace's start: ``start`` (default: the first submit
+    plus ``every``), then every ``every`` seconds up to ``stop`` (default: the last submit)."""
+    first = min(j.submit for j in trace.jobs)
+    last = max(j.submit for j in trace.jobs)
+    begin = first + every if start is None else start
+    end = last if stop is None else stop
+    return list(range(begin, end + 1, every))
+
+
+def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> list[list[Raw]]:
+    """Phase 1 for every snapshot, in ``ats`` order, on one process, ``workers`` processes
+    or the Dask cluster at ``dask``."""
+    if dask is not None:
+        from dask.distributed import Client  # optional: pip install 'jufo[dask]'
+
+        with Client(dask) as client:
+            futures = client.map(snapshot_forecasts, [settings] * len(ats), ats, pure=True)
+            return client.gather(futures)
+    if workers <= 1:
+        out = []
+        for i, at in enumerate(ats):
+            out.append(snapshot_forecasts(settings, at))
+            if progress:
+                progress(i + 1, len(ats))
+        return out
+    with ProcessPoolExecutor(workers) as pool:
+        out = []
+        for i, result in enumerate(pool.map(snapshot_forecasts, [settings] * len(ats), ats, chunksize=1)):
+            out.append(result)
+            if progress:
+                progress(i + 1, len(ats))
+        return out
+
+
+@dataclass
+class Forecast:
+    """One scored forecast of the backtest (epoch seconds)."""
+
+    raw: Raw
+    best: int
+    lo: int | None
+    hi: int | None
+
+
+def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = KEEP_DAYS) -> list[Forecast]:
+    """Phase 2: each snapshot's ranges from the forecasts of earlier snapshots, scored with
+    what was known at its time (a start before it, else still waiting: censored)."""
+    out: list[Forecast] = []
+    past: list[Raw] = []
+    for raws in per_snapshot:
+        if not raws:
+            continue
+        now = raws[0].made
+        scored = []
+        for r in reversed(past):
+            if r.made < now - keep_days * 86400 or len(scored) >= SCORED_LIMIT:
+                break
+            if r.learned is None:
+                continue
+            known = r.actual < now
+            scored.append(Scored(r.made, r.learned, r.actual if known else None, now))
+        calibration = Calibration(scored, coverage)
+        for r in raws:
+            if r.learned is None:
+                out.append(Forecast(r, r.learned, None, None))
+                continue
+            found = calibration.range(now, r.learned)
+            if found is None:
+                out.append(Forecast(r, r.learned, None, None))
+            else:
+                out.append(Forecast(r, found[0], found[1], found[2]))
+        past.extend(raws)
+    return out
+
+
+def error_stats(rows: list[tuple[int, int, int]]) -> dict[str, float]:
+    """Errors of ``(made, predicted, actual)`` rows (actual − predicted: positive means too
+    early): count, median error, median absolute error, within 15 min, 1 h and 20 % of the
+    real wait.
+
+    >>> s = error_stats([(0, 100, 100), (0, 0, 3000), (0, 10_000, 5_000)])
+    >>> s["count"], s["median_error"], s["median_abs_error"], s["within_1h"], s["within_20pct"]
+    (3, 0, 3000, 0.6666666666666666, 0.3333333333333333)
+    """
+    if not rows:
+        return {"count": 0}
+    errors = [actual - predicted for _, predicted, actual in rows]
+    absolute = [abs(e) for e in errors]
+    return {
+        "count": len(rows),
+        "median_error": statistics.median(errors),
+        "median_abs_error": statistics.median(absolute),
+        "within_15min": sum(e <= 900 for e in absolute) / len(rows),
+        "within_1h": sum(e <= 3600 for e in absolute) / len(rows),
+        "within_20pct": sum(abs(actual - predicted) <= 0.2 * max(actual - made, 0)
+                            for made, predicted, actual in rows) / len(rows),
+    }
+
+
+def range_stats(forecasts: list[Forecast]) -> dict[str, float]:
+    """Share of real starts inside the range and the range's median width, over forecasts
+    that have one; and the share that have one."""
+    ranged = [f for f in forecasts if f.lo is not None]
+    if not ranged:
+        return {"with_range": 0.0}
+    return {"with_range": len(ranged) / len(forecasts),
+            "coverage": sum(f.lo <= f.raw.actual <= f.hi for f in ranged) / len(ranged),
+            "median_width": statistics.median(f.hi - f.lo for f in ranged)}
+
+
+@dataclass
+class Summary:
+    """The backtest's figures, overall and by real wait."""
+
+    snapshots: int
+    forecasts: int
+    unpredicted: int  # waiting jobs one of the simulations gave no start
+    median_wait: float
+    overall: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_wait: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+
+def summarize(forecasts: list[Forecast], snapshots: int) -> Summary:
+    """Figures of the three forecasters over the forecasts both simulations gave a start."""
+    usable = [f for f in forecasts if f.raw.learned is not None and f.raw.wall is not None]
+    summary = Summary(snapshots, len(usable), len(forecasts) - len(usable),
+                      statistics.median(f.raw.actual - f.raw.made for f in usable) if usable else 0.0)
+
+    def figures(group: list[Forecast]) -> dict[str, dict[str, float]]:
+        rows = {
+            "walltime": [(f.raw.made, f.raw.wall, f.raw.actual) for f in group],
+            "starts now": [(f.raw.made, f.raw.made, f.raw.actual) for f in group],
+            "history": [(f.raw.made, f.best, f.raw.actual) for f in group],
+        }
+        out = {name: error_stats(r) for name, r in rows.items()}
+        out["history"].update(range_stats(group))
+        return out
+
+    summary.overall = figures(usable)
+    for lo, hi, label in WAIT_CLASSES:
+        group = [f for f in usable if f.raw.actual - f.raw.made >= lo and (hi is None or f.raw.actual - f.raw.made < hi)]
+        summary.by_wait[label] = figures(group)
+    return summary
+
+
+def backtest(settings: Settings, every: int, start: int | None = None, stop: int | None = None,
+             coverage: float = DEFAULT_COVERAGE, workers: int = 1, dask: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> tuple[Summary, list[Forecast]]:
+    """The whole protocol: phase 1 on the chosen engine, phase 2, figures."""
+    trace = _load(settings)[0]
+    ats = times(trace, every, start, stop)
+    raw = run_phase1(settings, ats, workers, dask, progress)
+    forecasts = calibrate(raw, coverage, settings.keep_days)
+    return summarize(forecasts, len(ats)), forecasts
+
+
+def table(summary: Summary, title: str) -> str:
+    """The backtest as text: one block overall, one per real-wait class."""
+    lines = [title,
+             f"  {summary.snapshots} snapshots, {summary.forecasts:,} forecasts "
+             f"({summary.unpredicted} without a simulated start left out); median real wait "
+             f"{summary.median_wait:,.0f} s"]
+    blocks: Iterable[tuple[str, dict]] = [("all forecasts", summary.overall), *summary.by_wait.items()]
+    for label, figures in blocks:
+        count = figures["history"].get("count", 0)
+        lines.append(f"  {label} ({count:,})")
+        if not count:
+            continue
+        lines.append(f"    {'':12} {'median err':>11} {'median |err|':>13} {'≤15 min':>8} {'≤1 h':>7} "
+                     f"{'≤20% wait':>10} {'in range':>9} {'range width':>12}")
+        for name in FORECASTERS:
+            f = figures[name]
+            cov = f"{f['coverage']:.1%}" if "coverage" in f else ""
+            width = f"{f['median_width']:,.0f} s" if "median_width" in f else ""
+            lines.append(f"    {name:12} {f['median_error']:>11,.0f} {f['median_abs_error']:>13,.0f} "
+                         f"{f['within_15min']:>8.1%} {f['within_1h']:>7.1%} {f['within_20pct']:>10.1%} "
+                         f"{cov:>9} {width:>12}")
+    return "\n".join(lines)

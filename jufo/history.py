@@ -1,0 +1,309 @@
+"""The history: one SQLite file of what the machine did and what jufo forecast.
+
+It holds job records (from accounting imports and from every snapshot ``predict --history``
+sees: jobs queued, started with their dispatch date, gone = ended) and the forecasts made, so
+later runs can learn run times and habits (``runtime``, ``behaviour``) and calibrate start
+ranges on how earlier forecasts fared (``calibration``).
+
+Rules that keep it safe to run from cron:
+
+* A file that is not jufo's history (not SQLite, another application's database) or that
+  has a newer schema is refused (InputError, exit 2) and never modified: it is opened
+  read-only until it has passed those checks.
+* WAL mode and a busy timeout: concurrent runs wait for each other instead of failing; every
+  change happens in one transaction, so an interrupted run leaves the file as it was.
+* Recording the same snapshot twice changes nothing; an older snapshot never overrides what
+  a newer one showed.
+* What is read back for a forecast at time ``T`` is what was known at ``T`` (starts before
+  ``T``, ends by ``T``, forecasts made before ``T``), so an older snapshot cannot peek.
+* Records and forecasts older than ``keep_days`` are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .accounting import JobRecord
+from .calibration import Scored
+from .errors import InputError
+
+APPLICATION_ID = 0x6A75666F  # "jufo"
+SCHEMA_VERSION = 1
+KEEP_DAYS = 90
+RECORD_EVERY = 3600  # a job's forecast is kept at most once per hour (plus its first)
+SCORED_LIMIT = 50_000  # calibration reads at most the newest this many forecasts
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+SOURCE_PRIORITY = {"snapshot": 0, "swf": 1, "sacct": 1}
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE jobs (
+            id TEXT PRIMARY KEY,
+            user TEXT NOT NULL DEFAULT '', grp TEXT NOT NULL DEFAULT '', account TEXT NOT NULL DEFAULT '',
+            queue TEXT NOT NULL DEFAULT '', qos TEXT NOT NULL DEFAULT '',
+            nodes INTEGER NOT NULL DEFAULT 1, cores INTEGER NOT NULL DEFAULT 1, wall INTEGER,
+            submit INTEGER, start INTEGER, end INTEGER,
+            state TEXT NOT NULL,          -- queued, running, ended, gone (left the queue unseen)
+            seen INTEGER,                 -- the last snapshot that showed it queued or running
+            source TEXT NOT NULL          -- snapshot, swf, sacct
+        );
+        CREATE INDEX jobs_submit ON jobs (submit);
+        CREATE INDEX jobs_state ON jobs (state);
+        CREATE TABLE snapshots (time INTEGER PRIMARY KEY, jobs INTEGER NOT NULL);
+        CREATE TABLE forecasts (
+            job TEXT NOT NULL, made INTEGER NOT NULL,
+            predicted INTEGER NOT NULL,   -- the simulated start, from learned habits
+            wall INTEGER,                 -- the walltime-only forecast
+            best INTEGER, lo INTEGER, hi INTEGER, coverage REAL,
+            runtime INTEGER, model TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (job, made)
+        );
+        CREATE INDEX forecasts_made ON forecasts (made);
+    """)
+
+
+MIGRATIONS = {1: _v1}  # version → the step from the version before
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One job as a snapshot at ``time`` shows it (epoch seconds)."""
+
+    record: JobRecord
+    state: str  # queued, running, ended
+
+
+class History:
+    """A jufo history file. Use ``History.open(path)`` and close it (or use ``with``)."""
+
+    def __init__(self, db: sqlite3.Connection, path: str) -> None:
+        self.db = db
+        self.path = path
+
+    # -- opening -------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str, create: bool = True) -> History:
+        """Open (and with ``create``, make or migrate) the history at ``path``."""
+        p = Path(path)
+        if p.exists():
+            _check(p)
+        elif not create:
+            raise InputError(path, "--history", path, "no such history file")
+        try:
+            db = sqlite3.connect(str(p), timeout=60, isolation_level=None)
+        except sqlite3.Error as err:
+            raise InputError(path, "--history", path, f"cannot open: {err}") from None
+        history = cls(db, path)
+        try:
+            db.execute("PRAGMA busy_timeout = 60000")
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise InputError(path, "--history", path, f"cannot switch to WAL mode (got {mode})")
+            db.execute("PRAGMA synchronous = NORMAL")
+            history._migrate()
+        except sqlite3.Error as err:
+            db.close()
+            raise InputError(path, "--history", path, f"cannot use it: {err}") from None
+        except BaseException:
+            db.close()
+            raise
+        return history
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[step](self.db)
+                self.db.execute(f"PRAGMA user_version = {step}")
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('created_by', 'jufo')")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (taken at once, so concurrent writers queue up)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- writing -------------------------------------------------------------------------------
+    def import_records(self, records: Iterable[JobRecord], source: str) -> int:
+        """Add accounting records; a record replaces what snapshots or an earlier import said
+        of the same job, except that a known start or end is never forgotten."""
+        rows = 0
+        with self.transaction() as db:
+            for rec in records:
+                state = "ended" if rec.end is not None else "running" if rec.start is not None else "queued"
+                self._upsert(db, rec, state, None, source)
+                rows += 1
+        return rows
+
+    def record_snapshot(self, time: int, observations: list[Observation]) -> None:
+        """What a snapshot taken at ``time`` shows. Jobs it no longer shows, that the newest
+        earlier snapshot showed queued or running, have ended (running: halfway between the
+        two snapshots; queued and never seen running: gone, no start is known)."""
+        with self.transaction() as db:
+            newest = db.execute("SELECT max(time) FROM snapshots").fetchone()[0]
+            db.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?)", (time, len(observations)))
+            present = set()
+            for obs in observations:
+                present.add(obs.record.id)
+                seen = time if obs.state in ("queued", "running") else None
+                self._upsert(db, obs.record, obs.state, seen, "snapshot")
+            if newest is None or time < newest:
+                return  # an older snapshot does not say what ended
+            gone = db.execute("SELECT id, state, seen FROM jobs WHERE state IN ('queued', 'running') "
+                              "AND seen IS NOT NULL AND seen < ?", (time,)).fetchall()
+            for job_id, state, seen in gone:
+                if job_id in present:
+                    continue
+                if state == "running":
+                    db.execute("UPDATE jobs SET state = 'ended', end = ? WHERE id = ?", ((seen + time) // 2, job_id))
+                else:
+                    db.execute("UPDATE jobs SET state = 'gone' WHERE id = ?", (job_id,))
+
+    def _upsert(self, db: sqlite3.Connection, rec: JobRecord, state: str, seen: int | None, source: str) -> None:
+        old = db.execute("SELECT start, end, state, seen, source, submit FROM jobs WHERE id = ?", (rec.id,)).fetchone()
+        if old is None:
+            db.execute("INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (rec.id, rec.user, rec.group, rec.account, rec.queue, rec.qos, rec.nodes, rec.cores,
+                        rec.wall, rec.submit, rec.start, rec.end, state, seen, source))
+            return
+        old_start, old_end, old_state, old_seen, old_source, old_submit = old
+        order = {"queued": 0, "gone": 1, "running": 2, "ended": 3}
+        accounting = SOURCE_PRIORITY.get(source, 0) >= SOURCE_PRIORITY.get(old_source, 0)
+        start = rec.start if rec.start is not None and (accounting or old_start is None) else old_start
+        end = rec.end if rec.end is not None and (accounting or old_end is None) else old_end
+        new_state = state if order[state] >= order.get(old_state, 0) else old_state
+        if new_state == "gone" and start is not None:
+            new_state = "running" if end is None else "ended"
+        db.execute("UPDATE jobs SET user=?, grp=?, account=?, queue=?, qos=?, nodes=?, cores=?, wall=?, submit=?, "
+                   "start=?, end=?, state=?, seen=?, source=? WHERE id = ?",
+                   (rec.user, rec.group, rec.account, rec.queue, rec.qos, rec.nodes, rec.cores, rec.wall,
+                    rec.submit if rec.submit is not None else old_submit, start, end, new_state,
+                    max((x for x in (seen, old_seen) if x is not None), default=None),
+                    source if accounting else old_source, rec.id))
+
+    def record_forecasts(self, made: int, rows: list[tuple], every: int = RECORD_EVERY) -> int:
+        """Keep forecasts made at ``made``: ``(job, predicted, wall, best, lo, hi, coverage,
+        runtime, model)``. A job's forecast is kept when its last one is at least ``every``
+        seconds older (forecasts made at ``made`` itself are replaced: the same snapshot again)."""
+        kept = 0
+        with self.transaction() as db:
+            for row in rows:
+                last = db.execute("SELECT max(made) FROM forecasts WHERE job = ? AND made < ?",
+                                  (row[0], made)).fetchone()[0]
+                if last is not None and made - last < every:
+                    continue
+                db.execute("INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?)",
+                           (row[0], made, *row[1:]))
+                kept += 1
+        return kept
+
+    def trim(self, now: int, keep_days: int = KEEP_DAYS) -> None:
+        """Forget forecasts, snapshots and finished jobs older than ``keep_days`` before ``now``."""
+        limit = now - keep_days * 86400
+        with self.transaction() as db:
+            db.execute("DELETE FROM forecasts WHERE made < ?", (limit,))
+            db.execute("DELETE FROM snapshots WHERE time < ?", (limit,))
+            db.execute("DELETE FROM jobs WHERE state IN ('ended', 'gone') AND coalesce(end, seen, submit, 0) < ? "
+                       "AND id NOT IN (SELECT job FROM forecasts)", (limit,))
+
+    # -- reading -------------------------------------------------------------------------------
+    def records(self, now: int) -> list[JobRecord]:
+        """Every job as it was known at ``now``: submitted by then; a start only if before
+        ``now``, an end only if by ``now``. Jobs that left the queue unseen are left out."""
+        out = []
+        for row in self.db.execute("SELECT id, user, grp, account, queue, qos, nodes, cores, wall, submit, start, end "
+                                   "FROM jobs WHERE state != 'gone' AND submit IS NOT NULL AND submit <= ? "
+                                   "ORDER BY id", (now,)):
+            start, end = row[10], row[11]
+            if start is not None and start >= now:
+                start = end = None
+            if end is not None and end > now:
+                end = None
+            out.append(JobRecord(*row[:10], start, end))
+        return out
+
+    def scored(self, now: int, days: int = KEEP_DAYS, limit: int = SCORED_LIMIT) -> list[Scored]:
+        """Forecasts made in the ``days`` before ``now``, newest first (at most ``limit``),
+        with the real start where it was known at ``now`` (jobs that left unseen are left out)."""
+        out = []
+        for made, predicted, lo, hi, start, seen in self.db.execute(
+                "SELECT f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f JOIN jobs j ON j.id = f.job "
+                "WHERE f.made < ? AND f.made >= ? AND j.state != 'gone' ORDER BY f.made DESC, f.job LIMIT ?",
+                (now, now - days * 86400, limit)):
+            if start is not None and start >= now:
+                start = None
+            waited = min(seen if seen is not None else made, now)
+            out.append(Scored(made, predicted, start, max(waited, made), lo, hi))
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """Counts for ``history show``."""
+        db = self.db
+        jobs = dict(db.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+        return {"jobs": sum(jobs.values()), **{f"jobs_{k}": v for k, v in sorted(jobs.items())},
+                "snapshots": db.execute("SELECT count(*) FROM snapshots").fetchone()[0],
+                "forecasts": db.execute("SELECT count(*) FROM forecasts").fetchone()[0]}
+
+    def latest(self) -> int | None:
+        """The newest time the history knows of (a snapshot, a start or an end)."""
+        row = self.db.execute("SELECT max(x) FROM (SELECT max(time) AS x FROM snapshots UNION ALL "
+                              "SELECT max(coalesce(end, start, submit)) FROM jobs)").fetchone()
+        return row[0]
+
+
+def _check(path: Path) -> None:
+    """Refuse, without changing it, a file that is not jufo's history or is newer."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as err:
+        raise InputError(str(path), "--history", str(path), f"cannot read: {err.strerror}") from None
+    if not head:
+        return  # an empty file (e.g. made by mktemp) becomes a history
+    if not head.startswith(_SQLITE_MAGIC):
+        raise InputError(str(path), "--history", str(path), "not jufo's history: not an SQLite database")
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+    except sqlite3.Error as err:
+        raise InputError(str(path), "--history", str(path), f"cannot open: {err}") from None
+    try:
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as err:
+        raise InputError(str(path), "--history", str(path), f"not jufo's history: {err}") from None
+    finally:
+        db.close()
+    if app != APPLICATION_ID and (tables or version):
+        raise InputError(str(path), "--history", str(path), "not jufo's history: another application's SQLite database")
+    if version > SCHEMA_VERSION:
+        raise InputError(str(path), "--history", str(path),
+                         f"written by a newer jufo (schema {version}, this one reads up to {SCHEMA_VERSION})")
+
+
+def default_path() -> str | None:
+    """``JUFO_HISTORY`` from the environment, if set."""
+    return os.environ.get("JUFO_HISTORY") or None
