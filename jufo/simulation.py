@@ -344,7 +344,10 @@ class FCFS(Simulation):
         flag = False
         for job in self.waiting.ordered(now):
             if fresh is not None and job not in fresh:
-                return
+                if self.state.user_capped(job, now):
+                    flag = True  # still capped: nothing ended since the last pass
+                    continue
+                return  # blocked then, and still blocked
             resources = self.state_for(job).is_insertable(job) if self.may_start(job, now) else None
             if resources is None:
                 if self.state.user_capped(job, now):
@@ -388,11 +391,15 @@ class Backfilling(Simulation):
         super().__init__(*args, **kwargs)
         self.reserved: dict[Job, Allocation] = {}
         self.held: Counter = Counter()
+        self.recheck = False  # a slot freed after a job was refused one: the next pass looks at all
 
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
         if self.ended_early:
             self._drop_reservations()
+        if self.recheck:
+            fresh, self.recheck = None, False
         flag = False
+        refused: set[Any] = set()  # groups that refused a job a reservation in this pass
         self.failed = Failures()
         walk = self.candidates(now, fresh)
         for job in walk:
@@ -405,6 +412,7 @@ class Backfilling(Simulation):
                     alloc.home.unplan(alloc)
                     del self.reserved[job]
                     self.held[self.group(job)] -= 1
+                    self.recheck |= self.group(job) in refused
                     self.start_job(job, now, alloc.resources, backfilled=self.passed_over(job, flag))
                     if isinstance(walk, Walk):
                         walk.reopen()  # a reservation slot is free again
@@ -416,8 +424,12 @@ class Backfilling(Simulation):
                 self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
                 continue
             flag = True
-            if self.held[self.group(job)] < self.policy.maxtopdogs and not self.state.user_capped(job, now):
+            if self.state.user_capped(job, now):
+                continue
+            if self.held[self.group(job)] < self.policy.maxtopdogs:
                 self._reserve(job, now)
+            else:
+                refused.add(self.group(job))
 
     def saturated(self, group: Any) -> bool:
         return self.held[group] >= self.policy.maxtopdogs

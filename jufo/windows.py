@@ -177,5 +177,6 @@ class WeeklyWindows:
         out = []
         for c in range(CLASSES):
             if any(self.closed[c]) and (c == 0 or self.closed[c] != self.closed[c - 1]):
-                out.append((class_label(c) + ("" if c == CLASSES - 1 else " and longer"), self.describe(c)))
+                who = "all jobs" if c == 0 else f"jobs of more than {CLASS_EDGES[c - 1]} h"
+                out.append((who, self.describe(c)))
         return out

@@ -206,7 +206,7 @@ class Reference:
                 self.hold(job, t, found)
                 out[job.id] = (t, found, False, passed_over)
                 continue
-            if self.user_caps is not None and self.capped(job, t) and self.allowed(job, t):
+            if self.user_caps is not None and self.capped(job, t):
                 passed_over = True  # held back by its user's cap: not eligible, takes no reservation
                 continue
             if self.algorithm == "FCFS":
