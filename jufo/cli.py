@@ -19,6 +19,8 @@ import click
 from . import lml
 from .errors import InputError, Report
 from .forecast import load_preset, prepare, read_snapshot, predict as run_prediction, results
+from .history import KEEP_DAYS
+from .outlook import DEFAULT_COVERAGE
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -51,17 +53,18 @@ def guarded(command):
 class Progress:
     """A one-line progress report on stderr, only when stderr is a terminal."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: str = "simulating, {done:,} of {total:,} jobs started") -> None:
+        self.text = text
         self.shown = False
         self.last = 0.0
 
-    def __call__(self, started: int, queued: int) -> None:
+    def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
         if now - self.last < 0.2:
             return
         self.last = now
         self.shown = True
-        sys.stderr.write(f"\rjufo: simulating, {started:,} of {queued:,} jobs started ")
+        sys.stderr.write("\rjufo: " + self.text.format(done=done, total=total) + " ")
         sys.stderr.flush()
 
     def done(self) -> None:
@@ -70,8 +73,10 @@ class Progress:
             sys.stderr.flush()
 
 
-def progress_bar() -> Progress | None:
-    return Progress() if sys.stderr.isatty() else None
+def progress_bar(text: str | None = None) -> Progress | None:
+    if not sys.stderr.isatty():
+        return None
+    return Progress(text) if text else Progress()
 
 
 def _settings_option(f):
@@ -117,11 +122,18 @@ def main() -> None:
 @click.option("--config", "preset", default=None, metavar="FILE",
               help="A preset: an LML file with one scheduler object, or a name from configs/ (juropa-moab).")
 @_settings_option
+@click.option("--history", "history_path", default=None, envvar="JUFO_HISTORY", metavar="FILE",
+              help="Learn from and add to this history (an SQLite file; also $JUFO_HISTORY): best estimate, "
+                   "calibrated range, walltime-only forecast, predicted run time.")
+@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+              show_default=True, help="With --history: the share of real starts the range is to hold.")
+@click.option("--history-keep", "keep_days", type=click.IntRange(min=1), default=KEEP_DAYS, show_default=True,
+              metavar="DAYS", help="With --history: forget what is older than this.")
 @click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
-def predict(input_path: str, output: str, preset: str | None, overrides: tuple[str, ...], verbose: bool,
-            quiet: bool) -> None:
+def predict(input_path: str, output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
+            coverage: float, keep_days: int, verbose: bool, quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
 
     Scheduler keys: --set wins over --config, which wins over INPUT's scheduler object,
@@ -133,8 +145,12 @@ def predict(input_path: str, output: str, preset: str | None, overrides: tuple[s
                                  param_hint="-o")
     settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
     doc = lml.read(input_path)
-    forecast = _forecast(doc, Report(quiet=quiet), settings)
-    _write(doc, forecast, output)
+    report = Report(quiet=quiet)
+    if history_path:
+        forecast = _predict_with_history(doc, report, settings, output, history_path, coverage, keep_days)
+    else:
+        forecast = _forecast(doc, report, settings)
+        _write(doc, forecast, output)
     if verbose:
         jobs = forecast.jobs
         started = sum(1 for j in jobs if j.start is not None)
@@ -146,6 +162,30 @@ def predict(input_path: str, output: str, preset: str | None, overrides: tuple[s
             f"{time.perf_counter() - began:.3f} s",
             err=True,
         )
+
+
+def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str, str], output: str,
+                          history_path: str, coverage: float, keep_days: int):
+    """Record what the snapshot shows, forecast with what the history taught, write the
+    output, then keep the forecasts (each step its own transaction)."""
+    from . import outlook
+    from .history import History
+
+    prepared = prepare(doc, report, settings)
+    assert prepared is not None  # predict mode raises instead
+    snap, config = prepared
+    with History.open(history_path) as history:
+        history.record_snapshot(snap.epoch, outlook.observations(snap))
+        history.set_meta("capacity", str(snap.machine.total_cores))
+        bar = progress_bar()
+        look = outlook.outlook(snap, config, report, history, coverage, bar)
+        if bar:
+            bar.done()
+        lml.add_results(doc, outlook.results(look))
+        lml.write_atomic(output, lml.serialize(doc))
+        history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
+        history.trim(snap.epoch, keep_days)
+    return look
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -340,6 +380,152 @@ def gantt(predicted_path: str, output: str, title: str | None) -> None:
     except ValueError as err:
         raise InputError(predicted_path, "system_time", None, f"{err}; is this a jufo prediction?") from None
     lml.write_atomic(output, data)
+
+
+@main.group()
+def history() -> None:
+    """The history jufo learns from: import accounting, show what it has learned."""
+
+
+def _history_option(f):
+    return click.option("--history", "history_path", required=True, envvar="JUFO_HISTORY", metavar="FILE",
+                        help="The history file (also $JUFO_HISTORY).")(f)
+
+
+@history.command("import")
+@click.argument("source", metavar="SOURCE")
+@_history_option
+@click.option("--until", "until", default=None, metavar="T",
+              help="Keep only what the accounting showed at T: finished jobs and starts of running ones. "
+                   "SWF: seconds after the trace's start (as swf2lml --at); sacct: a date.")
+@click.option("--format", "kind", type=click.Choice(["auto", "swf", "sacct"]), default="auto", show_default=True,
+              help="SOURCE's format; auto: .swf/.swf.gz is SWF, anything else sacct --parsable2 output.")
+@click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True,
+              help="SWF: cores per node, as given to swf2lml.")
+@guarded
+def history_import(source: str, history_path: str, until: str | None, kind: str, cores: int) -> None:
+    """Load accounting into the history: an SWF trace, or Slurm's
+    `sacct --parsable2 --allusers --format=JobID,User,Group,Account,Partition,QOS,NNodes,NCPUS,Timelimit,Submit,Start,End,State`."""
+    from . import accounting, swf
+    from .dates import parse_date
+    from .history import History
+
+    if kind == "auto":
+        kind = "swf" if source.endswith((".swf", ".swf.gz")) else "sacct"
+    skipped = ""
+    capacity = None
+    if kind == "swf":
+        trace = swf.read(source)
+        records = accounting.from_swf(trace, cores)
+        capacity = trace.max_procs
+        limit = None
+        if until is not None:
+            try:
+                limit = trace.epoch + int(until)
+            except ValueError:
+                raise InputError(source, "--until", until, "SWF: whole seconds after the trace's start") from None
+    else:
+        records, counts = accounting.read_sacct(_text_lines(source), source)
+        skipped = f"; skipped {counts['steps']:,} job steps and {counts['pending_arrays']:,} pending array lines"
+        limit = None
+        if until is not None:
+            try:
+                limit = parse_date(until)[0]
+            except ValueError as err:
+                raise InputError(source, "--until", until, str(err)) from None
+    if limit is not None:
+        records = list(accounting.until(records, limit))
+    with History.open(history_path) as store:
+        store.import_records(records, kind)
+        if capacity and not store.meta("capacity"):
+            store.set_meta("capacity", str(capacity))
+    finished = sum(r.end is not None for r in records)
+    running = sum(r.start is not None and r.end is None for r in records)
+    click.echo(f"jufo: imported {len(records):,} jobs from {source} ({finished:,} finished, {running:,} running, "
+               f"{len(records) - finished - running:,} queued){skipped}", err=True)
+
+
+def _text_lines(path: str):
+    """Lines of a text file (``-``: standard input; ``.gz`` read compressed)."""
+    import gzip
+
+    if path == "-":
+        return sys.stdin
+    try:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            return fh.readlines()
+    except OSError as err:
+        raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
+
+
+@history.command("show")
+@_history_option
+@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+              show_default=True, help="The range share to show the calibration for.")
+@click.option("--json", "as_json", is_flag=True, help="Print it as JSON.")
+@guarded
+def history_show(history_path: str, coverage: float, as_json: bool) -> None:
+    """What the history has learned: run-time accuracy and bias per user/queue, start windows,
+    user caps, how late real starts come against the simulation, and range coverage so far."""
+    from . import outlook
+    from .history import History
+
+    with History.open(history_path, create=False) as store:
+        info = outlook.taught(store, coverage)
+    if as_json:
+        click.echo(json.dumps(info, sort_keys=True, default=list))
+    else:
+        click.echo(outlook.taught_text(info))
+
+
+@main.command()
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--every", type=click.IntRange(min=60), default=86400, show_default=True, metavar="SECONDS",
+              help="Time between snapshots.")
+@click.option("--from", "start", type=click.IntRange(min=0), default=None, metavar="SECONDS",
+              help="First snapshot, seconds after the trace's start (default: first submit + --every).")
+@click.option("--to", "stop", type=click.IntRange(min=0), default=None, metavar="SECONDS",
+              help="Last snapshot at or before this (default: the last submit).")
+@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+              show_default=True, help="The share of real starts the ranges are to hold.")
+@click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: MaxProcs / cores).")
+@click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
+@_settings_option
+@click.option("--config", "preset", default=None, metavar="FILE", help="A scheduler preset (as for predict).")
+@click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local processes for the snapshots.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Run the snapshots on this Dask cluster (needs pip install 'jufo[dask]').")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@guarded
+def backtest(trace_path: str, every: int, start: int | None, stop: int | None, coverage: float, nodes: int | None,
+             cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, dask_address: str | None,
+             as_json: bool) -> None:
+    """Forecast TRACE's waiting queue every --every seconds, with a history that knows only
+    what the accounting showed then, and compare with the real starts: the walltime-only
+    forecast, "starts now" and the history forecast with its range."""
+    from dataclasses import asdict
+
+    from . import backtest as bt
+
+    if dask_address is not None:
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise click.UsageError("--dask needs the optional Dask extra: pip install 'jufo[dask]'") from None
+    settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
+    run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())))
+    bar = progress_bar("backtest, {done:,} of {total:,} snapshots simulated")
+    began = time.perf_counter()
+    summary, _ = bt.backtest(run, every, start, stop, coverage, workers, dask_address, bar)
+    if bar:
+        bar.done()
+    if as_json:
+        click.echo(json.dumps({"trace": trace_path, "every": every, "coverage": coverage, **asdict(summary),
+                               "seconds": round(time.perf_counter() - began, 3)}, sort_keys=True))
+        return
+    click.echo(bt.table(summary, f"{Path(trace_path).name}: a snapshot every {every:,} s, {coverage:.0%} ranges"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,13 +36,21 @@ APPLICATION_ID = 0x6A75666F  # "jufo"
 SCHEMA_VERSION = 1
 KEEP_DAYS = 90
 RECORD_EVERY = 3600  # a job's forecast is kept at most once per hour (plus its first)
+START_GAP = 3600  # a job that left the queue unseen within this long started halfway (estimate)
 SCORED_LIMIT = 50_000  # calibration reads at most the newest this many forecasts
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 SOURCE_PRIORITY = {"snapshot": 0, "swf": 1, "sacct": 1}
 
 
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    """Statements one by one: ``executescript`` would commit the migration's transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 def _v1(db: sqlite3.Connection) -> None:
-    db.executescript("""
+    _run_script(db, """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE jobs (
             id TEXT PRIMARY KEY,
@@ -160,8 +168,10 @@ class History:
 
     def record_snapshot(self, time: int, observations: list[Observation]) -> None:
         """What a snapshot taken at ``time`` shows. Jobs it no longer shows, that the newest
-        earlier snapshot showed queued or running, have ended (running: halfway between the
-        two snapshots; queued and never seen running: gone, no start is known)."""
+        earlier snapshot showed queued or running, have ended: running ones halfway between
+        the two snapshots; queued ones never seen running are *gone* — started and ended in
+        between, or cancelled. A gone job's start is taken as halfway too when the snapshots
+        are at most ``START_GAP`` apart (it scores forecasts, but teaches no run time)."""
         with self.transaction() as db:
             newest = db.execute("SELECT max(time) FROM snapshots").fetchone()[0]
             db.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?)", (time, len(observations)))
@@ -180,7 +190,8 @@ class History:
                 if state == "running":
                     db.execute("UPDATE jobs SET state = 'ended', end = ? WHERE id = ?", ((seen + time) // 2, job_id))
                 else:
-                    db.execute("UPDATE jobs SET state = 'gone' WHERE id = ?", (job_id,))
+                    start = (seen + time) // 2 if time - seen <= START_GAP else None
+                    db.execute("UPDATE jobs SET state = 'gone', start = ? WHERE id = ?", (start, job_id))
 
     def _upsert(self, db: sqlite3.Connection, rec: JobRecord, state: str, seen: int | None, source: str) -> None:
         old = db.execute("SELECT start, end, state, seen, source, submit FROM jobs WHERE id = ?", (rec.id,)).fetchone()
@@ -247,17 +258,35 @@ class History:
 
     def scored(self, now: int, days: int = KEEP_DAYS, limit: int = SCORED_LIMIT) -> list[Scored]:
         """Forecasts made in the ``days`` before ``now``, newest first (at most ``limit``),
-        with the real start where it was known at ``now`` (jobs that left unseen are left out)."""
+        with the real start where it was known at ``now`` (jobs that left unseen with no
+        estimated start are left out)."""
         out = []
         for made, predicted, lo, hi, start, seen in self.db.execute(
                 "SELECT f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f JOIN jobs j ON j.id = f.job "
-                "WHERE f.made < ? AND f.made >= ? AND j.state != 'gone' ORDER BY f.made DESC, f.job LIMIT ?",
+                "WHERE f.made < ? AND f.made >= ? AND (j.state != 'gone' OR j.start IS NOT NULL) "
+                "ORDER BY f.made DESC, f.job LIMIT ?",
                 (now, now - days * 86400, limit)):
             if start is not None and start >= now:
                 start = None
             waited = min(seen if seen is not None else made, now)
             out.append(Scored(made, predicted, start, max(waited, made), lo, hi))
         return out
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def range_outcomes(self) -> list[tuple[str, str, int, int, int, int, int]]:
+        """``(user, queue, made, predicted, lo, hi, start)`` of every kept forecast with a
+        range whose job has started: how the ranges fared so far."""
+        return self.db.execute(
+            "SELECT j.user, j.queue, f.made, f.predicted, f.lo, f.hi, j.start FROM forecasts f "
+            "JOIN jobs j ON j.id = f.job WHERE f.lo IS NOT NULL AND j.start IS NOT NULL AND j.start >= f.made "
+            "ORDER BY f.made, f.job").fetchall()
 
     def stats(self) -> dict[str, int]:
         """Counts for ``history show``."""

@@ -16,14 +16,14 @@ from typing import Protocol
 
 from .accounting import JobRecord
 from .behaviour import Behaviour, learn_user_caps, learn_windows
-from .calibration import Calibration, Scored
+from .calibration import Calibration, Scored, bucket, bucket_label
 from .configuration import Configuration
 from .dates import format_date, parse_date
 from .errors import Report
 from .forecast import Forecast, Snapshot, resource_pairs, simulate
-from .history import Observation
+from .history import History, Observation
 from .job import HELD_STATES, WAITING, Job
-from .runtime import RuntimePredictor
+from .runtime import RuntimePredictor, accuracy as runtime_accuracy
 from .windows import WeeklyWindows
 
 DEFAULT_COVERAGE = 0.8
@@ -226,3 +226,75 @@ def forecast_rows(look: Outlook) -> list[tuple]:
                      found[2] if found else None, look.coverage if found else None,
                      runtime[0] if runtime else None, runtime[1] if runtime else "wall"))
     return rows
+
+
+def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) -> dict:
+    """What the history has taught, as of the newest time it knows (``jufo history show``):
+    run-time accuracy per user/queue and queue, start windows, user caps, how late real
+    starts came against the simulation by horizon, and how the ranges fared so far."""
+    now = history.latest()
+    out: dict = {"history": history.path, "counts": history.stats(), "as_of": now}
+    if now is None:
+        return out
+    records = history.records(now + 1)
+    by_user = runtime_accuracy(records, lambda r: f"{r.user}/{r.queue}")
+    out["runtime_by_user_queue"] = dict(sorted(by_user.items(), key=lambda kv: (-kv[1]["jobs"], kv[0]))[:top])
+    out["runtime_by_queue"] = runtime_accuracy(records, lambda r: r.queue or "-")
+    out["windows"] = WeeklyWindows(learn_windows(records, now + 1), now).rows()
+    capacity = history.meta("capacity")
+    out["user_caps"] = learn_user_caps(records, now + 1, int(capacity)) if capacity else None
+    calibration = Calibration(history.scored(now + 1), coverage)
+    horizons = []
+    for b in sorted(calibration.groups):
+        samples = calibration.groups[b]
+        band = calibration.band(b)
+        resolved = [r for r, seen in samples if seen]
+        horizons.append({"horizon": bucket_label(b), "forecasts": len(samples), "started": len(resolved),
+                         "median_ratio": band.median if band else None,
+                         "range_ratio": [band.low, band.high] if band else None})
+    out["lateness_by_horizon"] = horizons
+    fared: dict[str, list[bool]] = {}
+    for user, queue, made, predicted, lo, hi, start in history.range_outcomes():
+        inside = lo <= start <= hi
+        fared.setdefault("all", []).append(inside)
+        fared.setdefault(f"{user}/{queue}", []).append(inside)
+        fared.setdefault(bucket_label(bucket(max(0, predicted - made))), []).append(inside)
+    out["range_coverage_so_far"] = {k: {"forecasts": len(v), "in_range": sum(v) / len(v)}
+                                    for k, v in sorted(fared.items(), key=lambda kv: (kv[0] != "all", -len(kv[1]), kv[0]))[:top + 9]}
+    return out
+
+
+def taught_text(info: dict) -> str:
+    """``taught`` as the text ``history show`` prints."""
+    c = info["counts"]
+    states = ", ".join(f"{c[k]:,} {k[5:]}" for k in sorted(c) if k.startswith("jobs_"))
+    lines = [f"{info['history']}: {c['jobs']:,} jobs ({states}), {c['snapshots']:,} snapshots, "
+             f"{c['forecasts']:,} forecasts"]
+    if info["as_of"] is None:
+        return "\n".join(lines + ["nothing learned yet: import accounting (jufo history import) or predict with --history"])
+    lines.append(f"as of {format_date(info['as_of'], '%Y-%m-%dT%H:%M:%S')}")
+    lines.append("\nRun times: each finished job predicted from the jobs ended by its submit")
+    lines.append(f"  {'user/queue':24} {'jobs':>7} {'median |error|':>15} {'bias':>10} {'within 10%':>11} {'wall: |error|':>14}")
+    for title, rows in (("", info["runtime_by_user_queue"]), ("queue ", info["runtime_by_queue"])):
+        for key, a in rows.items():
+            lines.append(f"  {title + key:24} {a['jobs']:>7,} {a['median_abs_error']:>13,.0f} s {a['bias']:>8,.0f} s "
+                         f"{a['within_10pct']:>11.0%} {a['wall_median_abs_error']:>12,.0f} s")
+    lines.append("\nStart windows learned (last 8 weeks)")
+    lines += [f"  {who} do not start {when}" for who, when in info["windows"]] or ["  none: jobs start at any hour"]
+    caps = info["user_caps"]
+    lines.append("\nUser caps learned (most jobs at once while waiting with room free, last 30 days)")
+    if caps is None:
+        lines.append("  unknown: no snapshot or trace has told the machine's size yet")
+    else:
+        shown = sorted(caps.items(), key=lambda kv: (kv[1], kv[0]))[:20]
+        lines.append("  " + (", ".join(f"{u} {k}" for u, k in shown) + (" …" if len(caps) > 20 else "") if caps else "none"))
+    lines.append("\nReal starts against the simulation, by horizon: real wait ≈ ratio × (simulated wait + 10 min) − 10 min")
+    lines.append(f"  {'horizon':30} {'forecasts':>9} {'started':>8} {'median ratio':>13} {'range ratio':>16}")
+    for h in info["lateness_by_horizon"]:
+        ratio = f"{h['median_ratio']:.2f}" if h["median_ratio"] else "-"
+        rng = f"{h['range_ratio'][0]:.2f}-{h['range_ratio'][1]:.2f}" if h["range_ratio"] else "-"
+        lines.append(f"  {h['horizon']:30} {h['forecasts']:>9,} {h['started']:>8,} {ratio:>13} {rng:>16}")
+    lines.append("\nRanges so far: share of started jobs whose real start fell inside")
+    for key, v in info["range_coverage_so_far"].items():
+        lines.append(f"  {key:30} {v['forecasts']:>9,} {v['in_range']:>8.0%}")
+    return "\n".join(lines)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .accounting import JobRecord
 
@@ -87,3 +87,42 @@ class RuntimePredictor:
                 seconds *= 2
             seconds, model = min(seconds, wall), f"{model}, raised"
         return seconds, model
+
+
+def accuracy(records: Iterable[JobRecord], group: Callable[[JobRecord], str]) -> dict[str, dict[str, float]]:
+    """How well the predictor did: every finished job predicted from the jobs that had ended
+    by its submit, as it would have been then. Per ``group(record)``: jobs, median absolute
+    error, bias (median of predicted − real: negative means too short), the share within
+    10 % (+1 min), and the same median error for the wall.
+
+    >>> recs = [JobRecord(str(i), "u", queue="q", wall=1000, submit=i * 100, start=i * 100, end=i * 100 + 50)
+    ...         for i in range(4)]
+    >>> a = accuracy(recs, lambda r: r.user)["u"]  # the first is predicted at its wall, the rest exactly
+    >>> a["jobs"], a["median_abs_error"], a["wall_median_abs_error"]
+    (4, 0.0, 950.0)
+    """
+    events: list[tuple[int, int, JobRecord]] = []
+    for rec in records:
+        if rec.runtime is None or rec.submit is None or rec.wall is None:
+            continue
+        events.append((rec.submit, 1, rec))
+        events.append((rec.end, 0, rec))  # ends first: a job ended at a submit is known then
+    events.sort(key=lambda e: (e[0], e[1], e[2].id))
+    predictor = RuntimePredictor()
+    errors: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    for _, kind, rec in events:
+        if kind == 0:
+            predictor.add(rec)
+        else:
+            predicted, _ = predictor.predict(rec.user, rec.queue, rec.wall, rec.cores)
+            errors[group(rec)].append((predicted, rec.runtime, rec.wall))
+    out = {}
+    for key, rows in errors.items():
+        out[key] = {
+            "jobs": len(rows),
+            "median_abs_error": statistics.median(abs(p - r) for p, r, _ in rows),
+            "bias": statistics.median(p - r for p, r, _ in rows),
+            "within_10pct": sum(abs(p - r) <= 0.1 * r + 60 for p, r, _ in rows) / len(rows),
+            "wall_median_abs_error": statistics.median(abs(w - r) for _, r, w in rows),
+        }
+    return out
