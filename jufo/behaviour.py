@@ -92,9 +92,48 @@ def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WE
     return closed
 
 
+class _LevelTime:
+    """Seconds spent at each level of used cores, summed by prefix (a Fenwick tree): the time
+    a level stayed at or below a threshold over any interval is two prefix queries apart.
+
+    >>> t = _LevelTime(10)
+    >>> t.add(3, 100); t.add(8, 50); t.add(20, 7)   # levels beyond the size count as the size
+    >>> t.upto(2), t.upto(3), t.upto(9), t.upto(10), t.upto(-1)
+    (0, 100, 150, 157, 0)
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = max(0, size)
+        self.tree = [0] * (self.size + 2)
+
+    def add(self, level: int, seconds: int) -> None:
+        """O(log size)."""
+        i = min(max(level, 0), self.size) + 1
+        while i < len(self.tree):
+            self.tree[i] += seconds
+            i += i & -i
+
+    def upto(self, level: int) -> int:
+        """Seconds spent at levels ``0..level``.  O(log size)."""
+        if level < 0:
+            return 0
+        i, total = min(level, self.size) + 1, 0
+        while i > 0:
+            total += self.tree[i]
+            i -= i & -i
+        return total
+
+
 def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days: int = CAP_DAYS) -> dict[str, int]:
     """The most jobs each user ran at once while some of theirs waited and the machine had
-    room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``."""
+    room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``.
+
+    A user's state (jobs running, smallest waiting job) changes only at the user's own events;
+    between them, the time with room is read off the machine's level-time tree, so the sweep
+    is O(events log capacity) however many users wait at once.
+    """
+    from sortedcontainers import SortedList
+
     lo = now - days * DAY
     events: list[tuple[int, int, JobRecord]] = []
     for rec in records:
@@ -108,35 +147,54 @@ def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days:
             if rec.end is not None and rec.end < now:
                 events.append((rec.end, 0, rec))
     events.sort(key=lambda e: (e[0], e[1], e[2].id))
+    levels = _LevelTime(capacity)
     running: Counter = Counter()
-    waiting: dict[str, dict[str, int]] = {}
+    waiting: dict[str, SortedList] = {}
+    waiting_ids: dict[str, int] = {}
+    mark: dict[str, int] = {}  # user → level-time below the user's threshold when its state began
     used = 0
     best: Counter = Counter()
     seconds: Counter = Counter()
-    last = None
+    last: int | None = None
 
-    def account(until: int) -> None:
-        if last is None or until <= lo:
-            return
-        span = until - max(last, lo)
-        if span <= 0:
-            return
-        for user, jobs in waiting.items():
-            if jobs and capacity - used >= min(jobs.values()):
-                seconds[user] += span
+    def threshold(user: str) -> int:
+        return capacity - waiting[user][0]
+
+    def settle(user: str) -> None:
+        """Close the user's current state: its time with room, and its running count then."""
+        if waiting.get(user):
+            gained = levels.upto(threshold(user)) - mark[user]
+            if gained > 0:
+                seconds[user] += gained
                 best[user] = max(best[user], running[user])
 
+    def begin(user: str) -> None:
+        if waiting.get(user):
+            mark[user] = levels.upto(threshold(user))
+
+    def advance(t: int) -> None:
+        if last is not None and t > max(last, lo):
+            levels.add(used, t - max(last, lo))
+
     for t, kind, rec in events:
-        account(t)
+        advance(t)
         last = t
+        user = rec.user
+        settle(user)
         if kind == 1:
-            waiting.setdefault(rec.user, {})[rec.id] = rec.cores
+            waiting.setdefault(user, SortedList()).add(rec.cores)
+            waiting_ids[rec.id] = rec.cores
         elif kind == 2:
-            waiting.get(rec.user, {}).pop(rec.id, None)
-            running[rec.user] += 1
+            cores = waiting_ids.pop(rec.id, None)
+            if cores is not None:
+                waiting[user].remove(cores)
+            running[user] += 1
             used += rec.cores
         else:
-            running[rec.user] -= 1
+            running[user] -= 1
             used -= rec.cores
-    account(now)
+        begin(user)
+    advance(now)
+    for user in list(waiting):
+        settle(user)
     return {user: max(1, best[user]) for user, s in sorted(seconds.items()) if s >= CAP_HOURS * HOUR}

@@ -170,9 +170,85 @@ def trace_snapshot(at: int = 15_000_000, nodes: int = 100) -> bytes:
     return data
 
 
+def synthetic_history(path: str, shape: Shape, days: int = 90, per_day: int = 600) -> None:
+    """A history as ``days`` of cron runs on the ``shape`` machine would leave it: finished jobs
+    of the same users and queues (run times a random share of the wall), and one scored
+    forecast per job, so every learner and the calibration have their full load."""
+    from .accounting import JobRecord
+    from .history import History
+
+    rng = random.Random(shape.seed + 1)
+    names = [f"q{q}" for q in range(shape.queues)]
+    records, forecasts = [], []
+    for k in range(days * per_day):
+        submit = EPOCH - days * 86400 + k * 86400 // per_day
+        wall = rng.choice([1800, 3600, 7200, 14400, 43200, 86400])
+        wait = int(rng.expovariate(1 / 7200))
+        start = submit + wait
+        nodes = _size(rng, shape.nodes // 4)
+        records.append(JobRecord(f"h{k:07d}", f"user{rng.randint(1, 200):03d}", "g", "", rng.choice(names), "",
+                                 nodes, nodes * shape.cores, wall, submit, start,
+                                 start + max(60, int(wall * rng.random()))))
+        predicted = submit + int(wait * rng.uniform(0.3, 1.5))
+        forecasts.append((submit, (f"h{k:07d}", predicted, predicted, predicted, None, None, None, None, "wall")))
+    with History.open(path) as store:
+        store.import_records(records, "sacct")
+        with store.transaction() as db:
+            db.executemany("INSERT INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?)",
+                           [(row[0], made, *row[1:]) for made, row in forecasts])
+        store.set_meta("capacity", str(shape.nodes * shape.cores))
+
+
+def bench_history(repeat: int) -> dict:
+    """``predict --history`` on the JUROPA-size snapshot with 90 days of history (54,000 jobs
+    and forecasts), against plain ``predict``; each run on a fresh copy of the history."""
+    import shutil
+
+    shape = CASES["juropa"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out, master = (os.path.join(tmp, n) for n in ("in.xml", "out.xml", "master.db"))
+        with open(src, "wb") as fh:
+            fh.write(generate(shape))
+        synthetic_history(master, shape)
+        plain, learned, peak = [], [], 0
+        for i in range(repeat):
+            plain.append(_time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])[0])
+            copy = os.path.join(tmp, f"h{i}.db")
+            shutil.copy(master, copy)
+            seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q", "--history", copy])
+            learned.append(seconds)
+            peak = max(peak, rss)
+        p, h = statistics.median(plain), statistics.median(learned)
+        return {"case": "juropa-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,
+                "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2), "peak_mib": round(peak / 1024)}
+
+
+def bench_trace_command(name: str, args: list[str], repeat: int) -> dict:
+    """A whole command on a real trace (``history import``, ``backtest``)."""
+    times, peak = [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):
+            argv = [a.replace("{tmp}", os.path.join(tmp, f"r{i}")) for a in args]
+            seconds, rss = _time([sys.executable, "-m", "jufo", *argv])
+            times.append(seconds)
+            peak = max(peak, rss)
+    return {"case": name, "jufo_s": round(statistics.median(times), 3), "peak_mib": round(peak / 1024)}
+
+
+HPC2N = os.path.join(TRACES, "HPC2N-2002-2.1-cln.swf.gz")
+TRACE_COMMANDS = {
+    "hpc2n-import": ["history", "import", HPC2N, "--history", "{tmp}.db"],
+    "kth-backtest": ["backtest", KTH, "-j", "2", "--json"],
+}
+
+
 def bench(name: str, shape: Shape | None, repeat: int) -> dict:
     if name == "kth-replay":
         return bench_replay(repeat)
+    if name == "juropa-history":
+        return bench_history(repeat)
+    if name in TRACE_COMMANDS:
+        return bench_trace_command(name, TRACE_COMMANDS[name], repeat)
     with tempfile.TemporaryDirectory() as tmp:
         src, out = os.path.join(tmp, "in.xml"), os.path.join(tmp, "out.xml")
         with open(src, "wb") as fh:
@@ -204,7 +280,7 @@ def growth_exponent(rows: list[dict]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-ALL_CASES = [*CASES, "kth-snapshot", "kth-replay"]
+ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "juropa-history", *TRACE_COMMANDS]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -229,6 +305,12 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
         if args.json:
             print(json.dumps(row))
+        elif name == "juropa-history":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  predict without history {row['plain_s']:6.3f} s  "
+                  f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (90 days, 54,000 jobs)")
+        elif name in TRACE_COMMANDS:
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  peak {row['peak_mib']:6d} MiB  "
+                  "(the whole trace)")
         elif name == "kth-replay":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  (whole trace, 28,481 jobs)  peak {row['peak_mib']:6d} MiB")
         else:

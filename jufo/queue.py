@@ -135,8 +135,11 @@ class QueueLimits:
         cap = self.user_cap(user) if self.users_limited else None
         if cap is None:
             return None
+        spans = self.by_user.get(user, ())
+        if len(spans) < cap:  # O(1): fewer jobs than the cap at all
+            return None
         end = max(end, start + 1)
-        if peak(self.by_user.get(user, ()), start, end, lambda s: 1) + 1 > cap:
+        if sum(1 for s in spans if s.start <= start < s.end) >= cap or peak(spans, start, end, lambda s: 1) + 1 > cap:
             return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_source}"
         return None
 

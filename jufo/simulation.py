@@ -283,6 +283,8 @@ class Simulation(ABC):
         shape, size = job.shape
         if self.failed.covers(shape, size, job.wall):
             return None
+        if self.state.user_capped(job, self.state.now):
+            return None  # a cap is the user's, not the request's: no failure for others
         if not self.may_start(job, self.state.now):
             self.failed.add(shape, size, job.wall)  # start rules are monotone in the request
             return None

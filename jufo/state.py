@@ -116,10 +116,10 @@ class SystemState(ABC):
         """Number of cores in ``resources``."""
 
     def shape(self, job: Job) -> tuple:
-        """What must be equal for ``Failures`` to compare two requests by size and wall."""
+        """What must be equal for ``Failures`` to compare two requests by size and wall. (User
+        caps are not in it: a job held back by its user's cap records no failure.)"""
         q = self.queues.get(job.queue)
-        per_user = self.limits.users_limited or (q is not None and q.maxjobsperuser is not None)
-        owner = job.owner if per_user else None
+        owner = job.owner if q is not None and q.maxjobsperuser is not None else None
         return (job.queue, owner, self._per_node(job))
 
     def _per_node(self, job: Job) -> int:

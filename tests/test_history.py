@@ -1,0 +1,353 @@
+"""The history store, accounting imports, the history-informed forecast and the backtest:
+safe files, no peeking, determinism, and better forecasts on a real trace."""
+
+import gzip
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, T0, predictions, running, snapshot, waiting
+from jufo import accounting, swf
+from jufo.accounting import JobRecord
+from jufo.backtest import Settings, snapshot_forecasts
+from jufo.behaviour import learn_user_caps, learn_windows
+from jufo.cli import main
+from jufo.dates import parse_date
+from jufo.errors import InputError
+from jufo.history import APPLICATION_ID, SCHEMA_VERSION, History, Observation
+from jufo.windows import HOUR, wall_class
+
+TRACES = ROOT.parent / "shared" / "traces"
+KTH = TRACES / "KTH-SP2-1996-2-filtered-sc15.swf.gz"
+needs_traces = pytest.mark.skipif(not KTH.exists(), reason="../shared/traces is not beside the project")
+EPOCH = parse_date(T0)[0]
+DAY = 86400
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def dump(path) -> list:
+    """Every row of every table: what "changes nothing" compares."""
+    db = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return [(t, db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()) for t in tables]
+    finally:
+        db.close()
+
+
+# -- the file -----------------------------------------------------------------------------------
+def test_a_new_history_is_wal_with_our_id_and_schema(tmp_path):
+    path = tmp_path / "h.db"
+    History.open(str(path)).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("kind", ["text", "other app", "newer"])
+def test_foreign_or_newer_files_are_refused_unchanged(tmp_path, kind):
+    path = tmp_path / "h.db"
+    if kind == "text":
+        path.write_bytes(b"important notes\n")
+    else:
+        db = sqlite3.connect(path)
+        if kind == "other app":
+            db.execute("CREATE TABLE t (x)")
+            db.execute("INSERT INTO t VALUES (1)")
+        else:
+            History.open(str(path)).close()
+            db = sqlite3.connect(path)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        db.commit()
+        db.close()
+    before = path.read_bytes()
+    src = tmp_path / "in.xml"
+    src.write_bytes(snapshot({"a": waiting(1, 60)}))
+    result = cli("predict", str(src), "-o", str(tmp_path / "out.xml"), "--history", str(path))
+    assert result.exit_code == 2
+    assert str(path) in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert {"text": "not an SQLite", "other app": "another application", "newer": "newer jufo"}[kind] in result.stderr
+    assert path.read_bytes() == before and not (tmp_path / "out.xml").exists()
+
+
+def test_an_interrupted_write_leaves_the_history_as_it_was(tmp_path):
+    path = tmp_path / "h.db"
+    with History.open(str(path)) as h:
+        h.record_snapshot(EPOCH, [Observation(JobRecord("a", "u", submit=EPOCH - 60), "queued")])
+    before = dump(path)
+
+    def broken():
+        yield Observation(JobRecord("b", "u", submit=EPOCH), "queued")
+        raise KeyboardInterrupt
+
+    with History.open(str(path)) as h, pytest.raises(KeyboardInterrupt):
+        h.record_snapshot(EPOCH + 60, list_then_fail(broken()))
+    assert dump(path) == before
+
+
+def list_then_fail(gen):
+    """A list-like whose iteration fails half-way (a run interrupted while recording)."""
+
+    class Half(list):
+        def __iter__(self):
+            return gen
+
+        def __len__(self):
+            return 2
+
+    return Half()
+
+
+def test_the_same_snapshot_twice_changes_nothing(tmp_path):
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    src.write_bytes(snapshot({"r": running(2, 600, wall=1200, owner="u"), "a": waiting(4, 600)}))
+    outs = []
+    for i in range(2):
+        result = cli("predict", str(src), "-o", str(tmp_path / f"out{i}.xml"), "--history", str(path))
+        assert result.exit_code == 0, result.stderr
+        outs.append((tmp_path / f"out{i}.xml").read_bytes())
+        if i == 0:
+            first = dump(path)
+    assert outs[0] == outs[1]
+    assert dump(path) == first
+    assert b"jufo_starttime_wall" in outs[0] and b"jufo_model" in outs[0]
+
+
+def test_jobs_gone_from_the_queue_are_inferred(tmp_path):
+    with History.open(str(tmp_path / "h.db")) as h:
+        h.record_snapshot(EPOCH, [Observation(JobRecord("q", "u", submit=EPOCH - 10), "queued"),
+                                  Observation(JobRecord("r", "u", submit=EPOCH - 99, start=EPOCH - 50), "running")])
+        h.record_snapshot(EPOCH + 600, [])
+        rows = dict((r[0], r[1:]) for r in h.db.execute("SELECT id, state, start, end FROM jobs"))
+    assert rows == {"q": ("gone", EPOCH + 300, None), "r": ("ended", EPOCH - 50, EPOCH + 300)}
+
+
+def test_concurrent_writers_both_succeed(tmp_path):
+    path = tmp_path / "h.db"
+    procs = []
+    for i in range(2):
+        src = tmp_path / f"in{i}.xml"
+        src.write_bytes(snapshot({f"j{k}": waiting(1, 600 + k) for k in range(200)},
+                                 system_time=f"01/10/12-12:0{i}:00"))
+        procs.append(subprocess.Popen([sys.executable, "-m", "jufo", "predict", str(src), "-o",
+                                       str(tmp_path / f"out{i}.xml"), "--history", str(path), "-q"],
+                                      stderr=subprocess.PIPE))
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    with History.open(str(path)) as h:
+        assert h.stats()["snapshots"] == 2
+
+
+# -- imports ------------------------------------------------------------------------------------
+SACCT = """JobID|User|Group|Account|Partition|QOS|NNodes|NCPUS|Timelimit|Submit|Start|End|State
+100|alice|g|acc|batch,big|normal|2|96|01:00:00|2025-06-02T10:00:00|2025-06-02T10:05:00|2025-06-02T10:35:00|COMPLETED
+100.batch|||acc||||48||2025-06-02T10:05:00|2025-06-02T10:05:00|2025-06-02T10:35:00|COMPLETED
+100.0|||acc||||96||2025-06-02T10:05:01|2025-06-02T10:05:01|2025-06-02T10:35:00|COMPLETED
+101_1|bob|g|acc|batch|normal|1|48|1-00:00:00|2025-06-02T11:00:00|2025-06-02T11:00:00|2025-06-02T13:00:00|COMPLETED
+101_2|bob|g|acc|batch|normal|1|48|1-00:00:00|2025-06-02T11:00:00|2025-06-02T12:00:00|Unknown|RUNNING
+101_[3-10%2]|bob|g|acc|batch|normal|1|48|1-00:00:00|2025-06-02T11:00:00|Unknown|Unknown|PENDING
+102|carol|g|acc|batch|normal|4|192|UNLIMITED|2025-06-02T09:00:00|2025-06-02T14:00:00|2025-06-02T15:00:00|CANCELLED by 0
+"""
+
+
+def test_sacct_import_skips_steps_and_pending_arrays(tmp_path):
+    (tmp_path / "s.txt").write_text(SACCT)
+    result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(tmp_path / "h.db"))
+    assert result.exit_code == 0, result.stderr
+    assert "skipped 2 job steps and 1 pending array lines" in result.stderr
+    records, counts = accounting.read_sacct(SACCT.splitlines(), "s")
+    by_id = {r.id: r for r in records}
+    assert sorted(by_id) == ["100", "101_1", "101_2", "102"]
+    assert (by_id["100"].queue, by_id["100"].cores, by_id["100"].wall, by_id["100"].runtime) == ("batch", 96, 3600, 1800)
+    assert by_id["101_2"].end is None and by_id["101_1"].wall == DAY and by_id["102"].wall is None
+
+
+def test_sacct_until_keeps_only_what_was_known(tmp_path):
+    (tmp_path / "s.txt").write_text(SACCT)
+    result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(tmp_path / "h.db"),
+                 "--until", "2025-06-02T12:30:00")
+    assert result.exit_code == 0, result.stderr
+    rows = {r[0]: r[1:] for r in sqlite3.connect(tmp_path / "h.db").execute("SELECT id, state, start, end FROM jobs")}
+    at = lambda s: parse_date(s)[0]
+    assert rows == {"100": ("ended", at("2025-06-02T10:05:00"), at("2025-06-02T10:35:00")),
+                    "101_1": ("running", at("2025-06-02T11:00:00"), None),
+                    "101_2": ("running", at("2025-06-02T12:00:00"), None)}  # 102 waits: the snapshot shows it
+
+
+def test_a_malformed_sacct_line_is_exit_2_naming_file_and_line(tmp_path):
+    bad = SACCT.replace("|2|96|", "|two|96|")
+    (tmp_path / "s.txt").write_text(bad)
+    result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(tmp_path / "h.db"))
+    assert result.exit_code == 2
+    assert f"{tmp_path / 's.txt'} line 2" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_not_a_sacct_header(tmp_path):
+    (tmp_path / "s.txt").write_text("JobID|User\n1|a\n")
+    result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(tmp_path / "h.db"))
+    assert result.exit_code == 2 and "missing Group" in result.stderr
+
+
+@needs_traces
+def test_swf_until_keeps_no_later_start_or_end(tmp_path):
+    trace = swf.read(str(KTH))
+    at = 5_000_000
+    result = cli("history", "import", str(KTH), "--history", str(tmp_path / "h.db"), "--until", str(at))
+    assert result.exit_code == 0, result.stderr
+    limit = trace.epoch + at
+    db = sqlite3.connect(tmp_path / "h.db")
+    assert db.execute("SELECT count(*) FROM jobs WHERE submit > ? OR start >= ? OR end > ?",
+                      (limit, limit, limit)).fetchone()[0] == 0
+    finished = sum(1 for r in accounting.from_swf(trace) if r.end is not None and r.end <= limit)
+    assert db.execute("SELECT count(*) FROM jobs WHERE state = 'ended'").fetchone()[0] == finished > 3000
+
+
+# -- learning -----------------------------------------------------------------------------------
+def test_windows_are_learned_where_long_jobs_never_start():
+    """Eight weeks, a short and a long job submitted every hour; long ones submitted on a
+    weekday between 08:00 and 17:00 wait until 17:00. Learned: jobs over 4 h do not start on
+    Mon-Fri 08:00-17:00; nothing for all jobs (short ones start then)."""
+    monday = EPOCH - EPOCH % DAY - ((EPOCH // DAY + 3) % 7) * DAY  # 1970-01-01 was a Thursday
+    records = []
+    for h in range(8 * 7 * 24):
+        t = monday + h * HOUR
+        records.append(JobRecord(f"s{h}", "u", wall=HOUR // 2, submit=t - 60, start=t, end=t + 600))
+        start = t
+        if (t // DAY + 3) % 7 < 5 and 8 <= t % DAY // HOUR < 17:
+            start = t - t % DAY + 17 * HOUR
+        records.append(JobRecord(f"l{h}", "u", wall=8 * HOUR, submit=t - 60, start=start, end=start + 600))
+    closed = learn_windows(records, monday + 8 * 7 * DAY)
+    long = wall_class(8 * HOUR)
+    assert {s for c, s in closed if c == long} == set(range(8, 17))
+    assert not {s for c, s in closed if c == 0}
+    assert not {c for c, _ in closed if c > long}
+
+
+def test_user_caps_are_learned_from_a_backlog_with_room():
+    """u runs at most two jobs at once for days while it has more waiting and the machine has
+    room: a cap of 2. v never waits: no cap."""
+    now = EPOCH + 10 * DAY
+    records = []
+    for d in range(10 * 24):
+        t = EPOCH + d * HOUR
+        for k in range(2):
+            records.append(JobRecord(f"u{d}.{k}", "u", cores=1, wall=HOUR, submit=EPOCH, start=t, end=t + HOUR))
+        records.append(JobRecord(f"v{d}", "v", cores=1, wall=HOUR, submit=t, start=t, end=t + HOUR // 2))
+    caps = learn_user_caps(records, now, capacity=100)
+    assert caps.get("u") == 2 and "v" not in caps
+
+
+# -- forecasts ----------------------------------------------------------------------------------
+def scored_history(path, n: int = 200) -> None:
+    """A history of ``n`` earlier forecasts whose jobs started between 1 and 3 times their
+    forecast wait: enough to calibrate ranges."""
+    rng = random.Random(7)
+    with History.open(str(path)) as h:
+        records, rows = [], []
+        for i in range(n):
+            made = EPOCH - 20 * DAY + i * 3600
+            wait = rng.randint(600, 7200)
+            start = made + int(wait * rng.uniform(1, 3))
+            records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60, start=start, end=start + 60))
+            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, None, None, None, None, "wall")))
+        h.import_records(records, "sacct")
+        for made, row in rows:
+            h.record_forecasts(made, [row])
+
+
+def test_predict_with_history_gives_a_calibrated_range(tmp_path):
+    path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
+    scored_history(path)
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    result = cli("predict", str(src), "-o", str(out), "--history", str(path))
+    assert result.exit_code == 0, result.stderr
+    a = predictions(out.read_bytes())["a"]
+    start = lambda k: parse_date(a[k])[0]
+    assert start("jufo_starttime_lo") <= start("jufo_starttime") <= start("jufo_starttime_hi")
+    assert start("jufo_starttime_wall") == EPOCH + 3600
+    # earlier jobs started 1-3 times their forecast wait: the range lies after the plain forecast
+    assert start("jufo_starttime_lo") >= EPOCH + 3600 - 60 and start("jufo_starttime_hi") > EPOCH + 3600 * 2
+    assert "range=" in a["jufo_model"] and "calibrated on 200 forecasts" in a["jufo_model"]
+
+
+def test_history_show_reports_what_was_learned(tmp_path):
+    path = tmp_path / "h.db"
+    scored_history(path)
+    result = cli("history", "show", "--history", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "Real starts against the simulation, by horizon" in result.stdout
+    info = json.loads(cli("history", "show", "--history", str(path), "--json").stdout)
+    assert info["counts"]["forecasts"] == 200
+
+
+def test_history_show_on_a_missing_file_is_exit_2(tmp_path):
+    result = cli("history", "show", "--history", str(tmp_path / "none.db"))
+    assert result.exit_code == 2 and "no such history file" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+# -- the backtest -------------------------------------------------------------------------------
+def scrambled_after(src, dst, at: int) -> None:
+    """A copy of the trace whose jobs submitted after ``at`` (seconds after its start) have
+    random run times, sizes and users: what a forecast at ``at`` must not see."""
+    rng = random.Random(3)
+    lines = []
+    with gzip.open(src, "rt") as fh:
+        for line in fh:
+            f = line.split()
+            if line.startswith(";") or not f or int(f[1]) <= at:
+                lines.append(line)
+                continue
+            f[2], f[3] = str(rng.randint(0, 9999)), str(rng.randint(1, 99999))
+            f[4], f[11] = str(rng.randint(1, 50)), str(rng.randint(1, 60))
+            lines.append(" ".join(f) + "\n")
+    dst.write_text("".join(lines))
+
+
+@needs_traces
+def test_a_backtest_snapshot_does_not_peek(tmp_path):
+    at = 8_000_000
+    other = tmp_path / "scrambled.swf"
+    scrambled_after(KTH, other, at)
+    ours = snapshot_forecasts(Settings(str(KTH), None, 1, ()), at)
+    theirs = snapshot_forecasts(Settings(str(other), None, 1, ()), at)
+    strip = lambda rows: [(r.job, r.made, r.learned, r.wall) for r in rows]
+    assert strip(ours) == strip(theirs) and len(ours) >= 4
+
+
+@needs_traces
+def test_backtest_is_the_same_with_two_processes_and_beats_the_walltime_forecast():
+    args = ["backtest", str(KTH), "--from", "3000000", "--to", "6000000", "--json"]
+    one, two = cli(*args), cli(*args, "-j", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b and a["snapshots"] == 35
+    figures = a["overall"]
+    assert figures["history"]["median_abs_error"] < figures["walltime"]["median_abs_error"]
+    assert figures["history"]["median_abs_error"] < figures["starts now"]["median_abs_error"]
+
+
+def test_backtest_on_dask_needs_the_extra():
+    pytest.importorskip("dask.distributed", reason="the optional Dask extra is not installed")
+    from dask.distributed import Client, LocalCluster
+
+    if not KTH.exists():
+        pytest.skip("../shared/traces is not beside the project")
+    with LocalCluster(n_workers=1, processes=False) as cluster, Client(cluster):
+        local = cli("backtest", str(KTH), "--from", "3000000", "--to", "3300000", "--json")
+        remote = cli("backtest", str(KTH), "--from", "3000000", "--to", "3300000", "--json",
+                     "--dask", cluster.scheduler_address)
+    a, b = json.loads(local.stdout), json.loads(remote.stdout)
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b
