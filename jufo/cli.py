@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from . import lml
+from . import lml, output as out
 from .errors import InputError, Report
 from .forecast import load_preset, prepare, read_snapshot, predict as run_prediction, results
 from .history import KEEP_DAYS
@@ -24,10 +24,21 @@ from .outlook import DEFAULT_COVERAGE
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as the shell reports a job killed by it
 
 
 def _fail(message: str, code: int) -> None:
     click.echo(f"jufo: {message}", err=True)
+    sys.exit(code)
+
+
+def _quiet_exit(code: int) -> None:
+    """Exit without a word, and without Python complaining about a closed stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
     sys.exit(code)
 
 
@@ -40,6 +51,15 @@ def guarded(command):
             return command(*args, **kwargs)
         except InputError as err:
             _fail(f"error: {err}", EXIT_BAD_INPUT)
+        except out.WriteFailed as err:
+            _fail(f"error: cannot write {err}", EXIT_INTERNAL)
+        except BrokenPipeError:  # the reader went away: nothing to tell it
+            _quiet_exit(EXIT_INTERNAL)
+        except MemoryError:
+            _fail("error: out of memory (the input is too large for the memory this process may use)",
+                  EXIT_INTERNAL)
+        except out.Terminated:
+            _fail("terminated; no output written", EXIT_TERMINATED)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception as err:  # noqa: BLE001 - the last line of defence
@@ -97,7 +117,7 @@ def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None
 def _write(doc: lml.Document, forecast, output: str) -> None:
     """The input document with the prediction's data added, written atomically."""
     lml.add_results(doc, results(forecast))
-    lml.write_atomic(output, lml.serialize(doc))
+    out.write(output, lml.serialize(doc))
 
 
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -114,6 +134,7 @@ def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.version_option(package_name="jufo")
 def main() -> None:
     """jufo: forecast what the batch scheduler will do, from an LLview raw LML snapshot."""
+    out.on_sigterm()
 
 
 @main.command()
@@ -140,9 +161,10 @@ def predict(input_path: str, output: str, preset: str | None, overrides: tuple[s
     which wins over the defaults.
     """
     began = time.perf_counter()
-    if output != "-" and input_path != "-" and _same_file(input_path, output):
+    if output != "-" and _same_file(input_path, output):
         raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
                                  param_hint="-o")
+    out.check_target(output)
     settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
     doc = lml.read(input_path)
     report = Report(quiet=quiet)
@@ -182,17 +204,21 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
         if bar:
             bar.done()
         lml.add_results(doc, outlook.results(look))
-        lml.write_atomic(output, lml.serialize(doc))
+        out.write(output, lml.serialize(doc))
         history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
         history.trim(snap.epoch, keep_days)
     return look
 
 
 def _same_file(a: str, b: str) -> bool:
+    """Are ``a`` (``-``: standard input) and ``b`` the same regular file?"""
     try:
-        return os.path.samefile(a, b)
-    except OSError:
+        sa = os.fstat(sys.stdin.fileno()) if a == "-" else os.stat(a)
+        sb = os.stat(b)
+    except (OSError, ValueError):
         return False
+    import stat
+    return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def schema_path() -> Path:
@@ -262,10 +288,11 @@ def swf2lml(trace_path: str, output: str, at: int | None, future: bool, exact: b
     """Convert a Standard Workload Format trace (.swf, .swf.gz) into a raw LML snapshot."""
     from . import swf
 
+    out.check_target(output)
     trace = swf.read(trace_path)
     conv = swf.Conversion(at, future, exact, actual, nodes, cores, parse_overrides(overrides))
     data, counts = swf.snapshot(trace, conv)
-    lml.write_atomic(output, data)
+    out.write(output, data)
     if not quiet:
         click.echo(_conversion_summary(counts), err=True)
 
@@ -297,6 +324,8 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, override
     from . import evaluation, swf
 
     began = time.perf_counter()
+    if output:
+        out.check_target(output)
     settings = {"system_state": "AttributeState", **parse_overrides(overrides)}
     trace = swf.read(trace_path)
     objects, counts = swf.snapshot_objects(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
@@ -374,12 +403,13 @@ def gantt(predicted_path: str, output: str, title: str | None) -> None:
     """Draw a predicted file: time across, nodes (or cores) down."""
     from . import gantt as chart
 
+    out.check_target(output)
     doc = lml.read(predicted_path)
     try:
         data = chart.render(doc, output, title or Path(predicted_path).name)
     except ValueError as err:
         raise InputError(predicted_path, "system_time", None, f"{err}; is this a jufo prediction?") from None
-    lml.write_atomic(output, data)
+    out.write(output, data)
 
 
 @main.group()
@@ -449,14 +479,20 @@ def _text_lines(path: str):
     """Lines of a text file (``-``: standard input; ``.gz`` read compressed)."""
     import gzip
 
-    if path == "-":
-        return sys.stdin
+    from .values import read_limited
+
     try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            return fh.readlines()
+        if path == "-":
+            raw = read_limited(sys.stdin.buffer, "stdin")
+        else:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rb") as fh:
+                raw = read_limited(fh, path)
     except OSError as err:
         raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
+    except EOFError:
+        raise InputError(path, None, None, "truncated: the compressed file ends early") from None
+    return raw.decode("utf-8", errors="replace").splitlines()
 
 
 @history.command("show")

@@ -11,6 +11,8 @@ import calendar
 import re
 import time
 
+from .values import MAX_SECONDS
+
 # (pattern, strftime format) in the order they are tried.
 FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\d\d/\d\d/\d\d-\d\d:\d\d:\d\d"), "%m/%d/%y-%H:%M:%S"),
@@ -84,10 +86,18 @@ def parse_date(text: str) -> tuple[int, str]:
 def format_date(epoch: int, fmt: str) -> str:
     """Write epoch seconds in ``fmt``.
 
+    A two-digit year reads back as 1969-2068 only: outside those years the date is written
+    as ``YYYY-MM-DD HH:MM:SS`` instead, which reads back to the same instant.
+
     >>> format_date(1325516405, "%m/%d/%y-%H:%M:%S")
     '01/02/12-15:00:05'
+    >>> format_date(3155760000, "%m/%d/%y-%H:%M:%S")
+    '2070-01-01 00:00:00'
     """
-    return time.strftime(fmt, time.gmtime(epoch))
+    when = time.gmtime(epoch)
+    if "%y" in fmt and not 1969 <= when.tm_year <= 2068:
+        fmt = FORMATS[1][1]
+    return time.strftime(fmt, when)
 
 
 _DURATION = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
@@ -102,13 +112,19 @@ def parse_seconds(text: str) -> int:
     (90, 3600, 86410)
     """
     text = text.strip()
+    if len(text) > 40:
+        raise ValueError("too long for a duration")
     m = _DURATION.fullmatch(text)
     if m:
         days = int(m.group(1) or 0)
-        return ((days * 24 + int(m.group(2))) * 60 + int(m.group(3))) * 60 + int(m.group(4))
-    value = float(text)  # ValueError propagates
-    if value != value or value < 0 or value in (float("inf"),):
-        raise ValueError("not a non-negative number of seconds")
-    if value != int(value):
-        raise ValueError("not a whole number of seconds")
-    return int(value)
+        value = ((days * 24 + int(m.group(2))) * 60 + int(m.group(3))) * 60 + int(m.group(4))
+    else:
+        number = float(text)  # ValueError propagates
+        if number != number or number < 0 or number == float("inf"):
+            raise ValueError("not a non-negative number of seconds")
+        if number != int(number):
+            raise ValueError("not a whole number of seconds")
+        value = int(number)
+    if value > MAX_SECONDS:
+        raise ValueError(f"more than a century ({MAX_SECONDS:,} s)")
+    return value

@@ -6,17 +6,30 @@ import sys
 from dataclasses import dataclass, field
 
 
+MAX_SHOWN = 80  # characters of a value a message quotes
+
+
+def shown(value: object) -> str:
+    """A value as a message quotes it: repr, cut to ``MAX_SHOWN`` characters with its length.
+
+    >>> shown("abc"), shown("x" * 100_000)[-30:]
+    ("'abc'", 'xxxxxx... (100,002 characters)')
+    """
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else f"{text[:MAX_SHOWN]}... ({len(text):,} characters)"
+
+
 def describe(obj: str, key: str | None = None, value: str | None = None) -> str:
-    """The uniform 'object, key, value' prefix of every message.
+    """The uniform 'object, key, value' prefix of every message (long values cut).
 
     >>> describe("job j1", "wall", "abc")
     "job j1: wall='abc'"
     """
-    text = obj
+    text = obj[:200]
     if key is not None:
-        text += f": {key}"
+        text += f": {key[:200]}"
         if value is not None:
-            text += f"={value!r}"
+            text += f"={shown(value)}"
     return text
 
 

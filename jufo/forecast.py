@@ -106,6 +106,9 @@ def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = No
     return snap, config
 
 
+PRESET_LIMIT = 16 * 2**20  # bytes: a preset is one scheduler object
+
+
 def load_preset(name: str) -> dict[str, str]:
     """Scheduler keys of a preset: an LML file with one scheduler object, by path or by the
     name of a file in ``configs/`` (``juropa-moab``). InputError (exit 2) if there is none."""
@@ -129,7 +132,7 @@ def load_preset(name: str) -> dict[str, str]:
             if not found:
                 raise InputError(name, "--config", name, "no such file, nor a preset of that name in configs/")
             path = Path(str(packaged))
-    doc = read(str(path))
+    doc = read(str(path), limit=PRESET_LIMIT)
     schedulers = doc.of_type("scheduler")
     if not schedulers:
         raise InputError(str(path), "scheduler", None, "a preset needs one scheduler object")

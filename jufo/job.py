@@ -20,6 +20,7 @@ from .dates import parse_date, parse_seconds
 from .errors import Report
 from .lml import LmlObject
 from .node import parse_memory
+from .values import MAX_COUNT, whole
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
@@ -229,8 +230,5 @@ class JobReader:
 
 
 def _int(raw: str) -> int:
-    """A whole number, also written as ``16.000``."""
-    value = float(raw)
-    if value != value or value != int(value):
-        raise ValueError(raw)
-    return int(value)
+    """A whole number, also written as ``16.000``, no larger than any machine could mean."""
+    return whole(raw, -MAX_COUNT, MAX_COUNT)

@@ -8,13 +8,14 @@ names are matched by local name, which accepts the LML namespace, the old LLview
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lxml import etree
 
 from .errors import InputError
+from .values import MAX_INPUT_BYTES, read_limited
 
 LML_NS = "http://eclipse.org/ptp/lml"
 ACCEPTED_NAMESPACES = (LML_NS, "http://www.llview.de", None)
@@ -44,8 +45,8 @@ class Document:
     tree: etree._ElementTree
     objects: list[LmlObject]
     infos: dict[str, list[etree._Element]]  # info elements per object id, document order
-    prolog: bytes  # the original bytes before the root element, kept verbatim
-    epilog: bytes  # the original bytes after it
+    prolog: bytes | None  # the original bytes before the root element, kept verbatim (None: a DOCTYPE)
+    epilog: bytes | None  # the original bytes after it
     unknown_info_ids: list[str] = field(default_factory=list)
 
     def of_type(self, kind: str) -> list[LmlObject]:
@@ -81,6 +82,8 @@ def parse(raw: bytes, source: str = "input") -> Document:
     try:
         tree = etree.ElementTree(etree.fromstring(raw, _parser()))
     except etree.XMLSyntaxError as err:
+        if err.code == 2 or any(e.type_name == "ERR_NO_MEMORY" for e in err.error_log):
+            raise MemoryError(f"parsing {source}") from None  # libxml2 ran out: not the input's fault
         raise InputError(source, None, None, f"not well-formed XML: {err}") from None
     dtd = tree.docinfo.internalDTD
     if dtd is not None and any(True for _ in dtd.iterentities()):
@@ -123,6 +126,10 @@ def parse(raw: bytes, source: str = "input") -> Document:
             key = data.get("key")
             if key:
                 values[key] = data.get("value", "")  # later info wins for a repeated key
+    if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
+        # a DOCTYPE may hide '>', '[' and comments in quotes and its internal subset: let the
+        # parser, which knows where it ends, write the prolog (see ``serialize``)
+        return Document(tree, objects, infos, None, None, unknown)
     start, end = _root_span(raw)
     return Document(tree, objects, infos, raw[:start], raw[end:], unknown)
 
@@ -165,15 +172,19 @@ def from_objects(objects: list[tuple[str, str, dict[str, str]]]) -> Document:
     return Document(etree.ElementTree(etree.Element(f"{{{LML_NS}}}lgui")), objs, {}, b"", b"")
 
 
-def read(path: str) -> Document:
-    """Read and parse ``path`` (``-`` is standard input); the file itself is never modified."""
+def read(path: str, limit: int = MAX_INPUT_BYTES) -> Document:
+    """Read and parse ``path`` (``-`` is standard input); the file itself is never modified.
+    Devices are refused (``/dev/zero`` never ends) and files larger than ``limit`` bytes too."""
     if path == "-":
         import sys
 
-        raw = sys.stdin.buffer.read()
+        raw = read_limited(sys.stdin.buffer, "stdin", limit)
     else:
         try:
-            raw = Path(path).read_bytes()
+            with open(path, "rb") as fh:
+                if stat.S_ISCHR(os.fstat(fh.fileno()).st_mode) or stat.S_ISBLK(os.fstat(fh.fileno()).st_mode):
+                    raise InputError(path, None, None, "a device, not a file")
+                raw = read_limited(fh, path, limit)
         except OSError as err:
             raise InputError(path, None, None, f"cannot read: {err.strerror}") from None
     return parse(raw, "stdin" if path == "-" else path)
@@ -260,38 +271,11 @@ def serialize(doc: Document) -> bytes:
     """The document as bytes: the original prolog and epilog verbatim around the root element,
     serialized in the document's own encoding."""
     encoding = doc.tree.docinfo.encoding or "UTF-8"
+    if doc.prolog is None or doc.epilog is None:  # a DOCTYPE: the whole document as the parser knows it
+        return etree.tostring(doc.tree, encoding=encoding, xml_declaration=True,
+                              doctype=doc.tree.docinfo.doctype or None)
     root = etree.tostring(doc.tree.getroot(), encoding=encoding, xml_declaration=False, with_tail=False)
     return doc.prolog + root + doc.epilog
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (``-``: standard output) via a temporary file and a rename,
-    so readers never see half a file and a failure leaves no file behind."""
-    if path == "-":
-        import sys
-
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        try:
-            mode = target.stat().st_mode & 0o777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def build(objects: list[tuple[str, str, dict[str, str]]], namespace: str | None = LML_NS) -> bytes:

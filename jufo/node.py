@@ -9,6 +9,7 @@ from functools import cache
 from .errors import Report
 from .lml import LmlObject
 from .ranges import full_mask
+from .values import MAX_CORES_PER_NODE, MAX_COUNT, MAX_MEMORY_MB, MAX_NODES, whole
 
 _CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)|\[\s*([^:\[\]\s]+)\s*:\s*(\d+)\s*\]")
 UNUSABLE_STATES = {"down", "drained", "drain", "maint", "unknown", "offline", "fail", "failing"}
@@ -114,9 +115,12 @@ def parse_memory(text: str) -> int:
     (16000, 16384, 2048)
     """
     m = _MEMORY.fullmatch(text)
-    if m is None:
+    if m is None or len(m.group(1)) > 30:
         raise ValueError("not an amount of memory (a number of MB, or with a kb/mb/gb/tb unit)")
-    return int(float(m.group(1)) * _MB[m.group(2).lower()])
+    mb = int(float(m.group(1)) * _MB[m.group(2).lower()])
+    if mb > MAX_MEMORY_MB:
+        raise ValueError(f"more than {MAX_MEMORY_MB:,} MB")
+    return mb
 
 
 def _mask_of_indices(indices: list[int]) -> int:
@@ -135,11 +139,9 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
     for obj in objects:
         raw = obj.data.get("ncores")
         try:
-            ncores = int(float(raw)) if raw is not None else None
-            if ncores is not None and (ncores != float(raw) or ncores < 1):
-                raise ValueError
-        except ValueError:
-            report.error(obj.label, "ncores", raw, "must be a positive whole number")
+            ncores = whole(raw, 1, MAX_CORES_PER_NODE) if raw is not None else None
+        except ValueError as err:
+            report.error(obj.label, "ncores", raw, f"must be a positive whole number ({err})")
             continue
         if ncores is None:
             report.error(obj.label, "ncores", None, "missing; every node needs its core count")
@@ -156,7 +158,7 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
         gpus = 0
         if obj.data.get("gpus", "").strip():
             try:
-                gpus = int(float(obj.data["gpus"]))
+                gpus = whole(obj.data["gpus"], 0, MAX_COUNT)
             except ValueError:
                 report.warn(obj.label, "gpus", obj.data["gpus"], "not a number; taken as no GPUs")
         memory = None
@@ -211,7 +213,7 @@ def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> lis
             return [(machine.by_name[name].index, None, n) for name, n in pairs]
     if not text.startswith("("):
         out = []
-        for name in expand_hostlist(text):
+        for name in expand_hostlist(text, len(machine.nodes) + 4096):  # room for a clearer "no node named"
             if name not in machine.by_name:
                 raise ValueError(f"no node named {name!r}")
             out.append((machine.by_name[name].index, machine.shape[machine.by_name[name].index], None))
@@ -231,9 +233,10 @@ def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> lis
             for n in range(lo, hi + 1):
                 mask = None
                 if core_ranges is not None:
+                    top = max(hi for _, hi in core_ranges) + 1
+                    if top > machine.nodes[n].ncores:
+                        raise ValueError(f"core {top} is beyond node {n + 1}'s {machine.nodes[n].ncores} cores")
                     mask = mask_of(core_ranges)
-                    if mask.bit_length() > machine.nodes[n].ncores:
-                        raise ValueError(f"core {mask.bit_length()} is beyond node {n + 1}'s {machine.nodes[n].ncores} cores")
                 out.append((n, mask, None))
     return out
 
@@ -241,8 +244,9 @@ def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> lis
 _HOST = re.compile(r"([^\[\],]*)\[([^\]]+)\]([^\[\],]*)")
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """Names of a Slurm hostlist; ValueError if malformed.
+def expand_hostlist(text: str, limit: int = MAX_NODES) -> list[str]:
+    """Names of a Slurm hostlist; ValueError if malformed or naming more than ``limit`` hosts
+    (a list cannot name more nodes than the machine has: ``n[0-30000000]`` is refused unexpanded).
 
     >>> expand_hostlist("jrc[0001-0002,0007],login1")
     ['jrc0001', 'jrc0002', 'jrc0007', 'login1']
@@ -274,6 +278,8 @@ def expand_hostlist(text: str) -> list[str]:
             if not lo.isdigit() or (hi and not hi.isdigit()):
                 raise ValueError(f"cannot read {item!r} in {part!r}")
             width = len(lo)
+            if len(lo) > 12 or len(hi) > 12 or len(names) + int(hi or lo) - int(lo) + 1 > limit:
+                raise ValueError(f"{part!r} names more than {limit:,} hosts, more than there are nodes")
             for n in range(int(lo), int(hi or lo) + 1):
                 names.append(f"{prefix}{n:0{width}d}{suffix}")
     return names

@@ -58,20 +58,36 @@ class Formula:
 
     def __init__(self, text: str, jobs: Iterable[Job]) -> None:
         self.text = text
+        if len(text) > MAX_FORMULA_CHARS:
+            raise FormulaError(f"longer than {MAX_FORMULA_CHARS:,} characters")
         try:
             tree = ast.parse(text.strip(), mode="eval")
-        except SyntaxError as err:
-            raise FormulaError(f"does not parse: {err.msg}") from None
+        except (SyntaxError, RecursionError, MemoryError) as err:
+            raise FormulaError(f"does not parse: {getattr(err, 'msg', 'too deeply nested')}") from None
         self.names: set[str] = set()
-        for node in ast.walk(tree):
+        nodes = 0
+        for node, depth in _walk(tree):
+            nodes += 1
+            if nodes > MAX_FORMULA_NODES or depth > MAX_FORMULA_DEPTH:
+                raise FormulaError(f"too large: at most {MAX_FORMULA_NODES} terms and operators, "
+                                   f"nested at most {MAX_FORMULA_DEPTH} deep")
             self._check(node)
         for name in sorted(self.names):
             if not _known(name, jobs):
                 raise FormulaError(f"unknown name {name!r}: not a numeric job key, DATEkey, AGE or NOW")
         self.time_dependent = bool(self.names & TIME_NAMES)
+        # evaluated in floats: an intermediate value beyond ~1e308 overflows at once instead of
+        # growing a big integer for minutes; one that overflows with every name at 1 is refused
+        floats = ast.unparse(_FloatConstants().visit(tree))
         self._interp = Interpreter(minimal=True, use_numpy=False, writer=io.StringIO(), err_writer=io.StringIO())
-        module = self._interp.parse(text.strip())
+        module = self._interp.parse(floats)
         self._code = module.body[0].value  # the expression itself: two interpreter levels fewer
+        probe = self._interp
+        probe.symtable.update(CALLS)
+        probe.symtable.update({name: 1.0 for name in self.names})
+        result = probe(floats)
+        if any(e.exc is OverflowError for e in probe.error) or (isinstance(result, float) and math.isinf(result)):
+            raise FormulaError("overflows (a value beyond 1e308) even with every name at 1")
 
     def _check(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPERATORS):
@@ -100,6 +116,32 @@ class Formula:
         if self._interp.error or not isinstance(result, (int, float)):
             return math.nan
         return float(result)
+
+
+MAX_FORMULA_CHARS = 4000
+MAX_FORMULA_NODES = 400  # AST nodes: a formula of ~100 terms
+MAX_FORMULA_DEPTH = 60
+
+
+def _walk(tree: ast.AST):
+    """Every node with its depth, without recursion (a deep formula must not crash the check)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        yield node, depth
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+class _FloatConstants(ast.NodeTransformer):
+    """Integer constants as floats: the formula is evaluated in floating point."""
+
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        if isinstance(node.value, int) and not isinstance(node.value, bool):
+            try:
+                return ast.copy_location(ast.Constant(float(node.value)), node)
+            except OverflowError:
+                raise FormulaError(f"the number {str(node.value)[:20]}... is beyond 1e308") from None
+        return node
 
 
 def _known(name: str, jobs: Iterable[Job]) -> bool:

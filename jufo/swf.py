@@ -18,6 +18,9 @@ from math import ceil
 from . import lml
 from .dates import format_date
 from .errors import InputError
+from .values import MAX_NODES
+
+_MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endless line
 
 SYSTEM_FORMAT = "%m/%d/%y-%H:%M:%S"
 JOB_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -72,7 +75,10 @@ def read(path: str) -> Trace:
     trace = Trace([])
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            for lineno, line in enumerate(fh, 1):
+            for lineno, line in enumerate(iter(lambda: fh.readline(_MAX_LINE), ""), 1):
+                if len(line) >= _MAX_LINE and not line.endswith("\n"):
+                    raise InputError(f"{path} line {lineno}", None, None,
+                                     f"longer than {_MAX_LINE:,} characters: not an SWF trace")
                 line = line.strip()
                 if not line:
                     continue
@@ -98,6 +104,8 @@ def read(path: str) -> Trace:
                 trace.jobs.append(TraceJob(number, submit, max(wait, 0), run, procs, req_time, user, group, queue))
     except OSError as err:
         raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
+    except EOFError:
+        raise InputError(path, None, None, "truncated: the compressed file ends early") from None
     return trace
 
 
@@ -126,6 +134,10 @@ def snapshot_objects(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, st
     nodes = conv.nodes or (ceil(procs / conv.cores) if procs else None)
     if not nodes:
         raise InputError("trace", "MaxProcs", None, "not in the header; give --nodes")
+    if nodes > MAX_NODES:
+        key, value = ("--nodes", conv.nodes) if conv.nodes else ("MaxProcs", procs)
+        raise InputError("trace", key, value, f"{nodes:,} nodes, more than the {MAX_NODES:,} jufo simulates; "
+                                              "give --nodes and --cores")
     at = conv.at if conv.at is not None else min((j.submit for j in trace.jobs), default=0)
     epoch = trace.epoch + at
     counts = {"running": 0, "waiting": 0, "future": 0, "done": 0, "unknown": trace.unusable, "too_big": 0}

@@ -122,10 +122,3 @@ def test_input_never_modified(jufo, tmp_path):
     assert (tmp_path / "in.xml").read_bytes() == raw
 
 
-def test_atomic_write_leaves_no_temporary_files(tmp_path):
-    target = tmp_path / "x.xml"
-    lml.write_atomic(str(target), b"<a/>")
-    assert target.read_bytes() == b"<a/>"
-    assert os.listdir(tmp_path) == ["x.xml"]
-    mode = target.stat().st_mode & 0o777
-    assert mode & 0o444  # readable like a normally created file, not mkstemp's 0600 only

@@ -1,0 +1,60 @@
+"""Numbers and sizes read from input: whole, finite, and within what a machine can mean.
+
+Every count, duration and size in a snapshot, trace or option passes through here, so a tiny
+input cannot ask for gigabytes (``ncores="1e10"``) or overflow later arithmetic (``wall=1e17``),
+and ``inf``/``nan``/400-digit values are a clear error naming the key instead of a crash.
+"""
+
+from __future__ import annotations
+
+import math
+
+MAX_CORES_PER_NODE = 1 << 20  # far beyond any node; a core mask of this size is 128 KiB
+MAX_NODES = 10_000_000  # far beyond any machine (Fugaku: 158,976 nodes)
+MAX_COUNT = 1 << 40  # any other count: cores of a job, GPUs, tasks
+MAX_SECONDS = 100 * 366 * 86400  # a wall or run time of a century
+MAX_MEMORY_MB = 1 << 40  # an exabyte
+MAX_INPUT_BYTES = 1 << 30  # an input file; LML of 100,000 nodes is a few hundred MB
+_MAX_DIGITS = 40
+
+
+def whole(text: str, lo: int = 0, hi: int = MAX_COUNT) -> int:
+    """A whole number written as ``16`` or ``16.000``, within ``[lo, hi]``; ValueError saying why.
+
+    >>> whole("16.000"), whole(" 7 ")
+    (16, 7)
+    >>> for bad in ("inf", "nan", "1e10", "2.5", "9" * 400):
+    ...     try:
+    ...         whole(bad, 1, 1000)
+    ...     except ValueError as err:
+    ...         print(err)
+    not a finite number
+    not a finite number
+    more than 1,000
+    not a whole number
+    too long for a number
+    """
+    text = text.strip()
+    if len(text) > _MAX_DIGITS:
+        raise ValueError("too long for a number")
+    value = float(text)  # ValueError: not a number
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    if value != int(value):
+        raise ValueError("not a whole number")
+    n = int(value)
+    if n < lo:
+        raise ValueError(f"less than {lo:,}")
+    if n > hi:
+        raise ValueError(f"more than {hi:,}")
+    return n
+
+
+def read_limited(fh, source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """All of a binary stream; InputError for one larger than ``limit`` bytes (``/dev/zero``)."""
+    from .errors import InputError
+
+    data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(source, None, None, f"larger than {limit // 2**20:,} MiB: not a file jufo reads")
+    return data

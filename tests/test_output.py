@@ -1,0 +1,121 @@
+"""Where results go: devices and FIFOs written through, targets checked before any work,
+no temporary file left behind (SIGTERM, stale ones swept), short writes are errors."""
+
+import os
+import resource
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import SAMPLES
+from jufo import output
+from jufo.output import Terminated
+
+SAMPLE = SAMPLES / "slurm-adapter.xml"
+
+
+def jufo(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "jufo", *args], capture_output=True, **kwargs)
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    target = tmp_path / "x.xml"
+    output.write(str(target), b"<a/>")
+    assert target.read_bytes() == b"<a/>"
+    assert os.listdir(tmp_path) == ["x.xml"]
+    assert target.stat().st_mode & 0o444  # readable like a normally created file, not mkstemp's 0600
+
+
+def test_a_fifo_is_written_through_not_replaced(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    run = jufo("predict", str(SAMPLE), "-o", str(fifo))
+    reader.join(timeout=30)
+    assert run.returncode == 0, run.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and got[0].startswith(b"<?xml") and b"jufo_starttime" in got[0]
+
+
+def test_dev_null_stays_a_device():
+    run = jufo("predict", str(SAMPLE), "-o", os.devnull)
+    assert run.returncode == 0, run.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+@pytest.mark.parametrize("where, message", [("missing/out.xml", "no such directory"), (".", "is a directory")])
+def test_an_unusable_output_is_exit_2_before_any_work(tmp_path, where, message):
+    run = jufo("predict", str(SAMPLE), "-o", str(tmp_path / where))
+    assert run.returncode == 2
+    assert message in run.stderr.decode() and len(run.stderr.splitlines()) == 1
+
+
+def test_reading_stdin_from_the_output_file_is_refused(tmp_path):
+    target = tmp_path / "in.xml"
+    target.write_bytes(SAMPLE.read_bytes())
+    with open(target, "rb") as fh:
+        run = jufo("predict", "-", "-o", str(target), stdin=fh)
+    assert run.returncode == 2 and target.read_bytes() == SAMPLE.read_bytes()
+
+
+def test_a_termination_while_writing_removes_the_temporary_file(tmp_path, monkeypatch):
+    def stop(fd, data, name):
+        raise Terminated()
+
+    monkeypatch.setattr(output, "_write_fd", stop)
+    with pytest.raises(Terminated):
+        output.write(str(tmp_path / "x.xml"), b"<a/>")
+    assert os.listdir(tmp_path) == []
+
+
+def test_sigterm_exits_143_without_output_or_temporary_files(tmp_path):
+    big = tmp_path / "big.xml"
+    subprocess.run([sys.executable, "-m", "jufo.bench", "large", "--write", str(big)], check=True)
+    proc = subprocess.Popen([sys.executable, "-m", "jufo", "predict", str(big), "-o", str(tmp_path / "out.xml")],
+                            stderr=subprocess.PIPE)
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert sorted(os.listdir(tmp_path)) == ["big.xml"]
+    assert err.decode().strip() == "jufo: terminated; no output written"
+
+
+def test_stale_temporary_files_of_ours_are_swept(tmp_path):
+    stale, fresh, other = tmp_path / ".x.xml.abc123.tmp", tmp_path / ".x.xml.def456.tmp", tmp_path / ".y.tmp"
+    for p in (stale, fresh, other):
+        p.write_bytes(b"half")
+    old = time.time() - 2 * output.STALE_AFTER
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    output.write(str(tmp_path / "x.xml"), b"<a/>")
+    assert sorted(os.listdir(tmp_path)) == sorted([".x.xml.def456.tmp", ".y.tmp", "x.xml"])
+
+
+def test_a_short_write_to_stdout_is_exit_1(tmp_path):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    with open(tmp_path / "small.xml", "wb") as fh:
+        run = subprocess.run([sys.executable, "-m", "jufo", "predict", str(SAMPLE)], stdout=fh,
+                             stderr=subprocess.PIPE, preexec_fn=limit)
+    assert run.returncode == 1
+    assert run.stderr.decode().startswith("jufo: error: cannot write standard output")
+    assert len(run.stderr.splitlines()) == 1
+
+
+def test_a_closed_reader_is_quiet():
+    proc = subprocess.Popen([sys.executable, "-m", "jufo", "predict", str(SAMPLES / "slurm-adapter.xml")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode in (0, 1) and err == b""
