@@ -16,14 +16,17 @@ from pathlib import Path
 
 import click
 
-from . import lml, output as out
+from . import lml, output as out, signals
+from .configuration import check_keys
 from .errors import InputError, Report
-from .forecast import load_preset, prepare, read_snapshot, predict as run_prediction, results
+from .forecast import load_preset, prepare, provenance, read_snapshot, predict as run_prediction, results
 from .history import KEEP_DAYS
 from .outlook import DEFAULT_COVERAGE
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TIMEOUT = 124  # as coreutils' timeout
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as the shell reports a job killed by it
 
 
@@ -58,8 +61,10 @@ def guarded(command):
         except MemoryError:
             _fail("error: out of memory (the input is too large for the memory this process may use)",
                   EXIT_INTERNAL)
-        except out.Terminated:
+        except signals.Terminated:
             _fail("terminated; no output written", EXIT_TERMINATED)
+        except signals.TimedOut:
+            _fail("error: the run passed its --timeout; no output written", EXIT_TIMEOUT)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception as err:  # noqa: BLE001 - the last line of defence
@@ -116,25 +121,43 @@ def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None
 
 def _write(doc: lml.Document, forecast, output: str) -> None:
     """The input document with the prediction's data added, written atomically."""
-    lml.add_results(doc, results(forecast))
+    lml.add_results(doc, {**results(forecast), **provenance(doc, forecast.config)})
     out.write(output, lml.serialize(doc))
 
 
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
+    settings: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--set")
-        out[key.strip()] = value.strip()
-    return out
+        settings[key.strip()] = value.strip()
+    check_keys(settings, "--set")
+    return settings
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """Usage errors as one line on stderr (``jufo: error: …``), exit 2, like every other error."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort:
+            _fail("interrupted; no output written", EXIT_INTERRUPTED)
+        except click.ClickException as err:
+            ctx = getattr(err, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if isinstance(err, click.UsageError) and ctx else ""
+            _fail(f"error: {err.format_message()}{hint}", err.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="jufo")
 def main() -> None:
     """jufo: forecast what the batch scheduler will do, from an LLview raw LML snapshot."""
-    out.on_sigterm()
+    signals.on_sigterm()
 
 
 @main.command()
@@ -150,21 +173,29 @@ def main() -> None:
               show_default=True, help="With --history: the share of real starts the range is to hold.")
 @click.option("--history-keep", "keep_days", type=click.IntRange(min=1), default=KEEP_DAYS, show_default=True,
               metavar="DAYS", help="With --history: forget what is older than this.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help=f"Give up after SECONDS: no output, exit {EXIT_TIMEOUT}.")
+@click.option("--metrics", "metrics_path", default=None, metavar="FILE",
+              help="After a successful run, write a Prometheus node_exporter textfile here.")
 @click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
 def predict(input_path: str, output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
-            coverage: float, keep_days: int, verbose: bool, quiet: bool) -> None:
+            coverage: float, keep_days: int, timeout: float | None, metrics_path: str | None, verbose: bool,
+            quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
 
     Scheduler keys: --set wins over --config, which wins over INPUT's scheduler object,
     which wins over the defaults.
     """
     began = time.perf_counter()
+    signals.time_limit(timeout)
     if output != "-" and _same_file(input_path, output):
         raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
                                  param_hint="-o")
     out.check_target(output)
+    if metrics_path:
+        out.check_target(metrics_path, "--metrics")
     settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
     doc = lml.read(input_path)
     report = Report(quiet=quiet)
@@ -173,6 +204,11 @@ def predict(input_path: str, output: str, preset: str | None, overrides: tuple[s
     else:
         forecast = _forecast(doc, report, settings)
         _write(doc, forecast, output)
+    signals.time_limit(None)
+    if metrics_path:
+        from . import metrics
+
+        metrics.write_run(metrics_path, forecast.jobs, time.perf_counter() - began)
     if verbose:
         jobs = forecast.jobs
         started = sum(1 for j in jobs if j.start is not None)
@@ -203,7 +239,7 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
         look = outlook.outlook(snap, config, report, history, coverage, bar)
         if bar:
             bar.done()
-        lml.add_results(doc, outlook.results(look))
+        lml.add_results(doc, {**outlook.results(look), **provenance(doc, look.config)})
         out.write(output, lml.serialize(doc))
         history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
         history.trim(snap.epoch, keep_days)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import Report
+from .errors import InputError, Report
 from .job import Job
 from .node import Machine
 from .queue import Queue
@@ -39,6 +39,25 @@ def _choice(value: str, options: tuple[str, ...] | list[str]) -> str | None:
     return None
 
 
+def check_keys(settings: dict[str, str], source: str) -> None:
+    """Refuse an unknown scheduler key given by the user (``--set``, a ``--config`` preset):
+    a typo there would silently change the policy. InputError with the closest known key.
+
+    >>> check_keys({"maxtopdogs": "all"}, "--set")
+    >>> check_keys({"maxtopdog": "all"}, "--set")
+    Traceback (most recent call last):
+    ...
+    jufo.errors.InputError: --set: maxtopdog='all': unknown scheduler key; did you mean 'maxtopdogs'?
+    """
+    import difflib
+
+    for key, value in settings.items():
+        if key not in DEFAULTS:
+            close = difflib.get_close_matches(key, DEFAULTS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(DEFAULTS)}"
+            raise InputError(source, key, value, f"unknown scheduler key; {hint}")
+
+
 @dataclass
 class Configuration:
     """The scheduler settings of one run, checked."""
@@ -59,7 +78,8 @@ class Configuration:
             if key in DEFAULTS:
                 merged[key] = value
             else:
-                report.warn(label, key, value, f"unknown scheduler key, ignored (known: {', '.join(DEFAULTS)})")
+                report.warn(label, key, value, f"unknown scheduler key, ignored (known: {', '.join(DEFAULTS)})",
+                            always=True)
         before = len(report.errors)
 
         algorithm = _choice(merged["scheduling_algorithm"], list(ALGORITHMS))

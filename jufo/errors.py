@@ -60,9 +60,10 @@ class Report:
             raise err
         self.errors.append(str(err))
 
-    def warn(self, obj: str, key: str | None, value: str | None, reason: str) -> None:
-        """Record a warning and print it (one line, object first) unless quiet or collecting."""
+    def warn(self, obj: str, key: str | None, value: str | None, reason: str, always: bool = False) -> None:
+        """Record a warning and print it (one line, object first) unless quiet or collecting;
+        ``always``: also when quiet (what silently changes the policy must be seen)."""
         text = f"{describe(obj, key, value)}: {reason}"
         self.warnings.append(text)
-        if not self.quiet and not self.collect:
+        if (always or not self.quiet) and not self.collect:
             print(f"jufo: warning: {text}", file=sys.stderr)

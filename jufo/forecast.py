@@ -139,6 +139,9 @@ def load_preset(name: str) -> dict[str, str]:
     settings: dict[str, str] = {}
     for obj in schedulers:
         settings.update(obj.data)
+    from .configuration import check_keys
+
+    check_keys(settings, str(path))
     return settings
 
 
@@ -255,3 +258,26 @@ def resource_pairs(resources: Any, machine: Machine) -> list[tuple[str, str]]:
 
 
 __all__ = ["InputError", "Forecast", "Snapshot", "predict", "read_snapshot", "results"]
+
+
+def provenance(doc: Document, config: Configuration) -> dict[str, list[tuple[str, str]]]:
+    """What the system object gets, so a stale output can be told from a fresh one: the jufo
+    version, when the run happened (UTC; ``SOURCE_DATE_EPOCH`` pins it for reproducible
+    output) and the effective scheduler settings."""
+    import os
+    import time
+    from importlib import metadata
+
+    systems = doc.of_type("system")
+    if not systems:
+        return {}
+    try:
+        version = metadata.version("jufo")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    pinned = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    now = int(pinned) if pinned.isdigit() else int(time.time())
+    settings = ";".join(f"{k}={v}" for k, v in sorted(config.settings.items()))
+    return {systems[0].id: [("jufo_version", version),
+                            ("jufo_generated", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))),
+                            ("jufo_settings", settings)]}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import stat
 import tempfile
 import time
@@ -25,24 +24,8 @@ from .errors import InputError
 STALE_AFTER = 3600  # seconds: a temporary file this old is no run's any more
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: unwind (removing temporary files) and exit 143."""
-
-
 class WriteFailed(Exception):
     """The output could not be written whole."""
-
-
-def on_sigterm() -> None:
-    """Make SIGTERM unwind the stack like Ctrl-C does, so ``finally`` blocks clean up."""
-
-    def handler(signum, frame):  # noqa: ARG001 - the signal API's signature
-        raise Terminated()
-
-    try:
-        signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (e.g. a test runner's worker): leave it
-        pass
 
 
 def check_target(path: str, option: str = "-o") -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import os
+
 import pytest
 from click.testing import CliRunner
 from lxml import etree
@@ -12,6 +14,10 @@ from lxml import etree
 from jufo import lml
 from jufo.cli import main
 from jufo.dates import parse_date
+
+# outputs carry jufo_generated, the time of the run; pinned so that tests comparing bytes of
+# two runs cannot straddle a second (test_cron checks the unpinned stamp)
+os.environ.setdefault("SOURCE_DATE_EPOCH", "1767225600")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_lml"

@@ -23,9 +23,26 @@ def test_unknown_key_is_a_warning(jufo):
     assert "warning: scheduler sched: colour='blue': unknown scheduler key" in run.stderr
 
 
-def test_quiet_silences_warnings(jufo):
-    run = jufo(snapshot({"a": waiting(1, 5)}, scheduler={"colour": "blue"}), "-q")
+def test_quiet_silences_warnings_but_not_an_unknown_scheduler_key(jufo):
+    job = {k: v for k, v in waiting(1, 5).items() if k != "queuedate"}  # a warning -q hides
+    run = jufo(snapshot({"a": job}), "-q")
     assert run.exit_code == 0 and run.stderr == ""
+    run = jufo(snapshot({"a": job}, scheduler={"maxtopdog": "all"}), "-q")
+    assert run.exit_code == 0
+    assert run.stderr.strip().startswith("jufo: warning: scheduler sched: maxtopdog='all': unknown scheduler key")
+
+
+def test_a_misspelt_key_on_the_command_line_is_exit_2_with_a_hint(jufo):
+    run = jufo(snapshot({"a": waiting(1, 5)}), "--set", "maxtopdog=all", "-q")
+    assert run.exit_code == 2 and run.output == b""
+    assert run.stderr.strip() == "jufo: error: --set: maxtopdog='all': unknown scheduler key; did you mean 'maxtopdogs'?"
+
+
+def test_a_misspelt_key_in_a_preset_is_exit_2(jufo, tmp_path):
+    preset = tmp_path / "p.xml"
+    preset.write_bytes(snapshot({}, scheduler={"sheduling_algorithm": "FCFS"}))
+    run = jufo(snapshot({"a": waiting(1, 5)}), "--config", str(preset))
+    assert run.exit_code == 2 and "did you mean 'scheduling_algorithm'?" in run.stderr and str(preset) in run.stderr
 
 
 def test_case_insensitive_names(jufo):

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import SAMPLES
 from jufo import output
-from jufo.output import Terminated
+from jufo.signals import Terminated
 
 SAMPLE = SAMPLES / "slurm-adapter.xml"
 

@@ -1,0 +1,74 @@
+"""Mutation fuzzing of the shipped samples: whatever the input, exit 0 with output that parses
+or exit 2 with one message — never exit 1, never a hang, never gigabytes.
+
+Seeded; ``JUFO_FUZZ=N`` runs N cases (default 200). Each case mutates one sample: values made
+hostile (inf, nan, huge, negative, empty, long, wrong type), keys dropped or duplicated,
+bytes cut off, a DOCTYPE added.
+"""
+
+import os
+import random
+import resource
+import time
+
+import pytest
+from click.testing import CliRunner
+from lxml import etree
+
+from conftest import SAMPLES
+from jufo.cli import main
+
+CASES = int(os.environ.get("JUFO_FUZZ", "200"))
+SAMPLE_FILES = sorted(SAMPLES.glob("*.xml"))
+HOSTILE = ["inf", "-inf", "nan", "1e30", "1e308", "-1", "0", "", " ", "9" * 400, "1e10", "abc", "1.5",
+           "n[0-30000000]", "(1(1-20000000000))", "01/01/70-00:00:00", "12/31/68-23:59:59", "99:99:99",
+           "2070-01-01 00:00:00", "x" * 10_000, "(10**9999)**9999", "wall*" * 300 + "1", "'", "<", "&amp;",
+           "-DATEqueuedate", "AGE**99", "all", "yes", "FCFS", "Backfilling", "AttributeState"]
+
+
+def mutate(raw: bytes, rng: random.Random) -> bytes:
+    root = etree.fromstring(raw)
+    data = [d for d in root.iter("{*}data", "data")]
+    for _ in range(rng.randint(1, 4)):
+        if not data:
+            break
+        d = rng.choice(data)
+        kind = rng.random()
+        if kind < 0.6:
+            d.set("value", rng.choice(HOSTILE))
+        elif kind < 0.75:
+            d.getparent().remove(d)
+            data.remove(d)
+        elif kind < 0.9:
+            twin = etree.SubElement(d.getparent(), d.tag, key=d.get("key"), value=rng.choice(HOSTILE))
+            data.append(twin)
+        else:
+            d.set("key", rng.choice(["system_sysprio", "maxtopdogs", "ncores", "wall", "nodelist", "state"]))
+    out = etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+    roll = rng.random()
+    if roll < 0.05:
+        out = out[: rng.randint(0, len(out))]
+    elif roll < 0.1:
+        i = out.index(b"?>") + 2
+        out = out[:i] + rng.choice([b'<!DOCTYPE x [<!-- ] -->]>', b'<!DOCTYPE x SYSTEM "a>b">']) + out[i:]
+    return out
+
+
+@pytest.mark.parametrize("case", range(CASES))
+def test_mutated_samples(tmp_path, case):
+    rng = random.Random(case)
+    src = rng.choice(SAMPLE_FILES)
+    raw = mutate(src.read_bytes(), rng)
+    (tmp_path / "in.xml").write_bytes(raw)
+    out = tmp_path / "out.xml"
+    began = time.perf_counter()
+    result = CliRunner().invoke(main, ["predict", str(tmp_path / "in.xml"), "-o", str(out), "-q"])
+    seconds = time.perf_counter() - began
+    assert result.exit_code in (0, 2), (src.name, case, result.stderr)
+    assert seconds < 30, (src.name, case, seconds)
+    if result.exit_code == 0:
+        etree.fromstring(out.read_bytes())
+    else:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("jufo: error: ")]
+        assert not out.exists() and len(errors) == 1, result.stderr  # (warnings -q keeps may precede it)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1 << 20  # KiB: under 1 GiB
