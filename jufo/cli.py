@@ -18,6 +18,7 @@ import click
 
 from . import lml, output as out, signals
 from .configuration import check_keys
+from .values import MAX_CORES_PER_NODE, count_of
 from .errors import InputError, Report
 from .forecast import load_preset, prepare, provenance, read_snapshot, predict as run_prediction, results
 from .history import KEEP_DAYS
@@ -404,7 +405,7 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
         actual = evaluation.records_of_document(lml.read(actual_path), predicted=False)
     if not predicted:
         raise InputError(predicted_path, "jufo_starttime", None, "no job has a predicted start: run jufo predict first")
-    capacity = sum(int(float(o.data.get("ncores", "0") or 0)) for o in doc.of_type("node"))
+    capacity = sum(count_of(o, "ncores", 0, 0, MAX_CORES_PER_NODE) for o in doc.of_type("node"))
     errors = evaluation.prediction_errors(predicted, actual)
     schedule = evaluation.schedule_stats(list(predicted.values()), capacity)
     if as_json:

@@ -146,7 +146,7 @@ def records_of_document(doc, predicted: bool) -> dict[str, Record]:
                 start = parse_date(d.get("dispatchdate") or d["starttime"])[0]
                 end = parse_date(d["endtime"])[0] if "endtime" in d else start + int(float(d["actualruntime"]))
             cores = int(float(d.get("totalcores", "1")))
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, OverflowError):
             continue
         out[_key(obj)] = Record(obj.id, queued, start, end, cores)
     return out

@@ -18,6 +18,7 @@ from .dates import format_date
 from .errors import InputError
 from .lml import Document
 from .views import Bar, bars, now_of
+from .values import MAX_CORES_PER_NODE, count_of
 
 WIDTH, LEFT, TOP, BOTTOM, RIGHT = 1200, 90, 50, 40, 20
 MAX_LANES = 4096  # core rows of an AttributeState chart; larger machines share rows
@@ -66,7 +67,7 @@ def layout(doc: Document, title: str = "") -> Chart:
     t0 = now - max(60, (end - now) // 10)
     boxes: list[Box] = []
     if by_node:
-        ncores = [int(float(o.data.get("ncores", "1") or 1)) for o in node_objs]
+        ncores = [count_of(o, "ncores", 1, 1, MAX_CORES_PER_NODE) for o in node_objs]
         per_core = sum(ncores) <= MAX_LANES  # small machines: a row per core, node after node
         offset = [0]
         for n in ncores:
@@ -83,7 +84,7 @@ def layout(doc: Document, title: str = "") -> Chart:
         boxes.extend(_reservations(doc, node_objs, t0, fmt, offset))
         label = "cores, node after node" if per_core else "nodes"
     else:
-        capacity = sum(int(float(o.data.get("ncores", "0") or 0)) for o in node_objs) or max(
+        capacity = sum(count_of(o, "ncores", 0, 0, MAX_CORES_PER_NODE) for o in node_objs) or max(
             (b.cores for b in jobs), default=1)
         scale = max(1, -(-capacity // MAX_LANES))
         rows = -(-capacity // scale)

@@ -148,7 +148,9 @@ def snapshot_objects(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, st
     objects += [(f"n{i:0{width}d}", "node", {"ncores": str(conv.cores)}) for i in range(1, nodes + 1)]
     free = [conv.cores] * nodes  # for placing the jobs running at the snapshot time
     jobs = []
+    seen: dict[int, int] = {}  # a trace may repeat a job number: later ones get j<number>_<k>
     for job in trace.jobs:
+        seen[job.number] = occurrence = seen.get(job.number, 0) + 1
         wall = job.run if conv.exact else job.requested
         if wall < 0:
             counts["unknown"] += 1
@@ -183,7 +185,7 @@ def snapshot_objects(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, st
         if state == "running":
             data["dispatchdate"] = format_date(trace.epoch + job.start, JOB_FORMAT)
             data["nodelist"] = _place(free, job.procs, n, objects, width)
-        jobs.append((f"j{job.number}", "job", data))
+        jobs.append((f"j{job.number}" if occurrence == 1 else f"j{job.number}_{occurrence}", "job", data))
     return objects + jobs, counts
 
 

@@ -37,7 +37,10 @@ def whole(text: str, lo: int = 0, hi: int = MAX_COUNT) -> int:
     text = text.strip()
     if len(text) > _MAX_DIGITS:
         raise ValueError("too long for a number")
-    value = float(text)  # ValueError: not a number
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("not a number") from None
     if not math.isfinite(value):
         raise ValueError("not a finite number")
     if value != int(value):
@@ -58,3 +61,17 @@ def read_limited(fh, source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     if len(data) > limit:
         raise InputError(source, None, None, f"larger than {limit // 2**20:,} MiB: not a file jufo reads")
     return data
+
+
+def count_of(obj, key: str, default: int, lo: int = 0, hi: int = MAX_COUNT) -> int:
+    """``obj.data[key]`` of an LML object as ``whole`` (``default`` when missing or empty);
+    InputError naming the object, key and value otherwise."""
+    from .errors import InputError
+
+    raw = obj.data.get(key)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return whole(raw, lo, hi)
+    except ValueError as err:
+        raise InputError(obj.label, key, raw, str(err)) from None

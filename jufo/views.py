@@ -41,7 +41,7 @@ def _date(text: str | None) -> int | None:
 def _int(text: str | None, default: int = 0) -> int:
     try:
         return int(float(text)) if text else default
-    except ValueError:
+    except (ValueError, OverflowError):
         return default
 
 

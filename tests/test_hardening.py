@@ -104,3 +104,41 @@ def test_dates_after_2068_read_back_to_the_same_instant():
     for epoch in (3155760000, 4102444800, -86400):
         text = format_date(epoch, "%m/%d/%y-%H:%M:%S")
         assert parse_date(text)[0] == epoch
+
+
+@pytest.mark.parametrize("value", ["inf", "abc", "1e30"])
+@pytest.mark.parametrize("command", [["gantt", "-o", "{tmp}/g.svg"], ["evaluate", "--actual", "{pred}"], ["show"]])
+def test_views_of_a_file_with_absurd_numbers_never_crash(tmp_path, value, command):
+    pred = tmp_path / "p.xml"
+    assert CliRunner().invoke(main, ["predict", str(SAMPLES / "slurm-adapter.xml"), "-o", str(pred)]).exit_code == 0
+    bad = tmp_path / "bad.xml"
+    bad.write_bytes(pred.read_bytes().replace(b'key="ncores" value="128"', f'key="ncores" value="{value}"'.encode()))
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{pred}", str(pred)) for a in command]
+    result = CliRunner().invoke(main, [args[0], str(bad), *args[1:]])
+    assert result.exit_code in (0, 2) and "internal error" not in result.stderr, result.stderr
+    if result.exit_code == 2:
+        assert "ncores" in result.stderr
+
+
+def test_a_trace_repeating_a_job_number_gives_unique_ids(tmp_path):
+    trace = tmp_path / "dup.swf"
+    trace.write_text("; MaxProcs: 4\n1 0 0 10 1 -1 -1 1 100 -1 1 1 1 -1 1 -1 -1 -1\n"
+                     "1 5 0 10 1 -1 -1 1 100 -1 1 1 1 -1 1 -1 -1 -1\n")
+    out = tmp_path / "dup.xml"
+    assert CliRunner().invoke(main, ["swf2lml", str(trace), "--at", "6", "-o", str(out), "-q"]).exit_code == 0
+    ids = [o.get("id") for o in etree.parse(str(out)).iter("{*}object") if o.get("type") == "job"]
+    assert ids == ["j1", "j1_2"]
+    assert CliRunner().invoke(main, ["predict", str(out), "-o", str(tmp_path / "p.xml")]).exit_code == 0
+
+
+def test_validate_never_passes_what_predict_refuses(tmp_path):
+    import random
+
+    from test_fuzz import SAMPLE_FILES, mutate
+
+    for case in range(60):
+        rng = random.Random(10_000 + case)
+        (tmp_path / "in.xml").write_bytes(mutate(rng.choice(SAMPLE_FILES).read_bytes(), rng))
+        predicted = CliRunner().invoke(main, ["predict", str(tmp_path / "in.xml"), "-o", str(tmp_path / "o.xml"), "-q"])
+        validated = CliRunner().invoke(main, ["validate", str(tmp_path / "in.xml")])
+        assert not (predicted.exit_code == 2 and validated.exit_code == 0), (case, predicted.stderr)
