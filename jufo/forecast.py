@@ -43,6 +43,9 @@ class Snapshot:
         return replace(self, jobs=[job.fresh() for job in self.jobs])
 
 
+LATEST_SYSTEM_TIME = 221845392000  # 9000-01-01: room for a century of walls before the year 9999
+
+
 def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
     """Read system time, nodes, queues, jobs, reservations and scheduler keys.
 
@@ -60,6 +63,8 @@ def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
     else:
         try:
             epoch, fmt = parse_date(raw)
+            if epoch > LATEST_SYSTEM_TIME:
+                raise ValueError("after the year 9000: predicted dates could not be written back")
         except ValueError as err:
             report.error(label, "system_time", raw, str(err))
     machine = read_nodes(doc.of_type("node"), report)

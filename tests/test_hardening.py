@@ -142,3 +142,15 @@ def test_validate_never_passes_what_predict_refuses(tmp_path):
         predicted = CliRunner().invoke(main, ["predict", str(tmp_path / "in.xml"), "-o", str(tmp_path / "o.xml"), "-q"])
         validated = CliRunner().invoke(main, ["validate", str(tmp_path / "in.xml")])
         assert not (predicted.exit_code == 2 and validated.exit_code == 0), (case, predicted.stderr)
+
+
+def test_a_system_time_too_late_to_write_back_is_exit_2(tmp_path):
+    result, out, _ = run(tmp_path, snapshot({"a": waiting(1, 60)}, system_time="9999-12-31 23:00:00"))
+    assert result.exit_code == 2 and "system_time=" in result.stderr and "year 9000" in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("key, value", [("gpus", "inf"), ("physmem", "1e400"), ("physmem", "9" * 400 + " gb")])
+def test_absurd_node_extras_are_warnings_naming_the_key(tmp_path, key, value):
+    result, out, _ = run(tmp_path, snapshot({"a": waiting(1, 60)}, nodes={"n1": {"ncores": 4, key: value}}))
+    assert result.exit_code == 0 and f"node n1: {key}=" in result.stderr and "internal error" not in result.stderr
