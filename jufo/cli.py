@@ -60,8 +60,10 @@ def guarded(command):
         except BrokenPipeError:  # the reader went away: nothing to tell it
             _quiet_exit(EXIT_INTERNAL)
         except MemoryError:
-            _fail("error: out of memory (the input is too large for the memory this process may use)",
-                  EXIT_INTERNAL)
+            # say it and leave at once: unwinding a half-built heap under a memory limit can
+            # spin for minutes (no temporary file exists here: a failed write removed its own)
+            os.write(2, b"jufo: error: out of memory (the input is too large for the memory this process may use)\n")
+            os._exit(EXIT_INTERNAL)
         except signals.Terminated:
             _fail("terminated; no output written", EXIT_TERMINATED)
         except signals.TimedOut:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,7 +112,12 @@ class History:
         history = cls(db, path)
         try:
             db.execute("PRAGMA busy_timeout = 60000")
-            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # SQLite answers the old mode when another process holds the lock: ask again
+            for _ in range(600):
+                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode.lower() == "wal":
+                    break
+                time.sleep(0.1)
             if mode.lower() != "wal":
                 raise InputError(path, "--history", path, f"cannot switch to WAL mode (got {mode})")
             db.execute("PRAGMA synchronous = NORMAL")

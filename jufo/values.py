@@ -57,10 +57,13 @@ def read_limited(fh, source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """All of a binary stream; InputError for one larger than ``limit`` bytes (``/dev/zero``)."""
     from .errors import InputError
 
-    data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise InputError(source, None, None, f"larger than {limit // 2**20:,} MiB: not a file jufo reads")
-    return data
+    buf = bytearray()
+    while len(buf) <= limit:  # in chunks: read(limit) would reserve the whole limit at once
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return bytes(buf)
+        buf += chunk
+    raise InputError(source, None, None, f"larger than {limit // 2**20:,} MiB: not a file jufo reads")
 
 
 def count_of(obj, key: str, default: int, lo: int = 0, hi: int = MAX_COUNT) -> int:

@@ -119,3 +119,30 @@ def test_a_closed_reader_is_quiet():
     err = proc.stderr.read()
     proc.wait(timeout=60)
     assert proc.returncode in (0, 1) and err == b""
+
+
+def test_out_of_memory_is_one_line_and_fast(tmp_path):
+    """Under growing address-space limits: each run either succeeds or says "out of memory" in
+    one line (exit 1) within seconds; limits too small for jufo's own imports are passed over."""
+    snap = tmp_path / "juropa.xml"
+    subprocess.run([sys.executable, "-m", "jufo.bench", "juropa", "--write", str(snap)], check=True)
+    oom = "jufo: error: out of memory (the input is too large for the memory this process may use)"
+    said = False
+    for mb in range(30, 400, 10):
+        def limit(mb=mb):
+            resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+
+        began = time.perf_counter()
+        run = subprocess.run([sys.executable, "-c", "import jufo.cli; import sys; sys.exit(0)"],
+                             capture_output=True, preexec_fn=limit)
+        if run.returncode != 0:
+            continue  # the interpreter and jufo's imports do not fit yet
+        run = subprocess.run([sys.executable, "-m", "jufo", "predict", str(snap), "-o", str(tmp_path / "o.xml")],
+                             capture_output=True, preexec_fn=limit, timeout=120)
+        seconds = time.perf_counter() - began
+        if run.returncode == 0:
+            break
+        assert run.returncode == 1 and run.stderr.decode().strip() == oom, (mb, run.stderr[-500:])
+        assert seconds < 30 and not (tmp_path / "o.xml").exists()
+        said = True
+    assert said, "no limit made it run out of memory"
