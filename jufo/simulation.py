@@ -392,12 +392,13 @@ class Backfilling(Simulation):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reserved: dict[Job, Allocation] = {}
+        self.promised: dict[Job, int] = {}  # each top dog's first reservation: it never starts later
         self.held: Counter = Counter()
         self.recheck = False  # a slot freed after a job was refused one: the next pass looks at all
 
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
         if self.ended_early:
-            self._drop_reservations()
+            self._compress(now)
         if self.recheck:
             fresh, self.recheck = None, False
         flag = False
@@ -439,15 +440,27 @@ class Backfilling(Simulation):
     def due(self, now: int) -> list[Job]:
         return [job for job, alloc in self.reserved.items() if alloc.start <= now]
 
-    def _drop_reservations(self) -> None:
-        """A job ended before its wall: the top dogs' slots may come earlier now, so every
-        reservation is made again, in priority order, by the pass that follows (with one top
-        dog this is EASY as published; with all, conservative backfilling with compression)."""
-        for job, alloc in self.reserved.items():
-            alloc.home.unplan(alloc)
-            self.waiting.unreserved(job)
-        self.reserved.clear()
-        self.held.clear()
+    def _compress(self, now: int) -> None:
+        """A job ended before its wall: each top dog, in priority order, moves to the earliest
+        slot it fits now if that is earlier; the others keep theirs. So no job ever starts
+        later than its reservation (conservative backfilling with compression; with one top
+        dog, EASY as published). Only a job that can move is re-planned."""
+        for job in sorted(self.reserved, key=lambda j: self.sorter.key(j, now)):
+            alloc = self.reserved[job]
+            if alloc.start <= now:
+                continue  # starts in this pass
+            home = alloc.home
+            home.unplan(alloc)
+            found = home.earliest(job, self.policy.horizon, self.start_rule(job))
+            if found is None or found[0] >= alloc.start:
+                home.plan(alloc)  # keeps its slot
+                continue
+            t, resources = found
+            moved = Allocation(t, t + job.wall, resources, alloc.cores, job.queue, job.owner, job)
+            home.plan(moved)
+            moved.home = home
+            self.reserved[job] = moved
+            self.timeline.push(t, Kind.WAKE, moved)
         self.ended_early = False
 
     def group(self, job: Job) -> str | None:
@@ -463,6 +476,7 @@ class Backfilling(Simulation):
         home.plan(alloc)
         alloc.home = home
         self.reserved[job] = alloc
+        self.promised.setdefault(job, t)
         self.waiting.reserved(job)
         self.held[self.group(job)] += 1
         job.topdog = True
