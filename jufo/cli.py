@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import sys
 import time
 from importlib import resources
@@ -256,7 +257,6 @@ def _same_file(a: str, b: str) -> bool:
         sb = os.stat(b)
     except (OSError, ValueError):
         return False
-    import stat
     return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 

@@ -5,12 +5,15 @@ This is the glue the commands call; each step lives in its own module.
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
+from importlib import metadata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import dependency
-from .configuration import Configuration
+from .configuration import Configuration, check_keys
 from .dates import DEFAULT_FORMAT, format_date, parse_date
 from .errors import InputError, Report
 from .job import Job, JobReader
@@ -144,8 +147,6 @@ def load_preset(name: str) -> dict[str, str]:
     settings: dict[str, str] = {}
     for obj in schedulers:
         settings.update(obj.data)
-    from .configuration import check_keys
-
     check_keys(settings, str(path))
     return settings
 
@@ -269,10 +270,6 @@ def provenance(doc: Document, config: Configuration) -> dict[str, list[tuple[str
     """What the system object gets, so a stale output can be told from a fresh one: the jufo
     version, when the run happened (UTC; ``SOURCE_DATE_EPOCH`` pins it for reproducible
     output) and the effective scheduler settings."""
-    import os
-    import time
-    from importlib import metadata
-
     systems = doc.of_type("system")
     if not systems:
         return {}

@@ -182,7 +182,8 @@ def read(path: str, limit: int = MAX_INPUT_BYTES) -> Document:
     else:
         try:
             with open(path, "rb") as fh:
-                if stat.S_ISCHR(os.fstat(fh.fileno()).st_mode) or stat.S_ISBLK(os.fstat(fh.fileno()).st_mode):
+                mode = os.fstat(fh.fileno()).st_mode
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
                     raise InputError(path, None, None, "a device, not a file")
                 raw = read_limited(fh, path, limit)
         except OSError as err:

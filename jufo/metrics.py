@@ -46,7 +46,7 @@ def write_run(path: str, jobs: list, seconds: float) -> None:
         "jufo_jobs_running": len(jobs) - len(waiting),
         "jufo_jobs_predicted": sum(1 for j in waiting if j.start is not None),
         "jufo_jobs_unstartable": sum(1 for j in waiting if j.start is None),
-        "jufo_run_seconds": round(seconds, 3) * 1.0,
+        "jufo_run_seconds": float(seconds),
         "jufo_peak_memory_bytes": peak,
         "jufo_last_success_timestamp_seconds": int(time.time()),
     }

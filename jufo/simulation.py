@@ -279,12 +279,12 @@ class Simulation(ABC):
     # -- helpers for the policies --------------------------------------------------------------
     def fit_now(self, job: Job) -> Any | None:
         """Resources where ``job`` starts now, or None; a request covered by a failure of this
-        pass is not tried again, and a new failure is remembered for the rest of the pass."""
+        pass is not tried again, and a new failure is remembered for the rest of the pass.
+        Callers pass over jobs held back by their user's cap first: a cap is the user's, not
+        the request's, so it must not become a failure for other users' jobs."""
         shape, size = job.shape
         if self.failed.covers(shape, size, job.wall):
             return None
-        if self.state.user_capped(job, self.state.now):
-            return None  # a cap is the user's, not the request's: no failure for others
         if not self.may_start(job, self.state.now):
             self.failed.add(shape, size, job.wall)  # start rules are monotone in the request
             return None
@@ -371,7 +371,7 @@ class ListScheduling(Simulation):
             if fresh is not None and job not in fresh:
                 flag = True
                 continue
-            resources = self.fit_now(job)
+            resources = None if self.state.user_capped(job, now) else self.fit_now(job)
             if resources is None:
                 flag = True
                 continue
@@ -422,13 +422,14 @@ class Backfilling(Simulation):
                 else:
                     flag = True
                 continue
+            if self.state.user_capped(job, now):
+                flag = True
+                continue  # held back by its user's cap: no start now, and no reservation
             resources = self.fit_now(job)
             if resources is not None:
                 self.start_job(job, now, resources, backfilled=self.passed_over(job, flag))
                 continue
             flag = True
-            if self.state.user_capped(job, now):
-                continue
             if self.held[self.group(job)] < self.policy.maxtopdogs:
                 self._reserve(job, now)
             else:

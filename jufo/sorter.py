@@ -318,11 +318,6 @@ class WaitingQueue:
         if self.static:
             self._unfile(job)
 
-    def unreserved(self, job: Job) -> None:
-        """``job``'s reservation was dropped: it is walked with its class again."""
-        if self.static:
-            self._file(job)
-
     def ordered(self, now: int) -> list[Job]:
         """All waiting jobs in priority order at ``now`` (a copy).  O(n), or O(n log n) re-sorted."""
         if not self.static:
