@@ -164,8 +164,19 @@ def main() -> None:
     signals.on_sigterm()
 
 
+def _inputs(f):
+    return click.argument("input_paths", metavar="INPUT...", nargs=-1, required=True)(f)
+
+
+def _check_inputs(paths: tuple[str, ...]) -> list[str]:
+    """Several files are merged (LLview 2's jobs, nodes, sysinfo, ... files); stdin at most once."""
+    if list(paths).count("-") > 1:
+        raise click.BadParameter("standard input ('-') can be read only once", param_hint="INPUT")
+    return list(paths)
+
+
 @main.command()
-@click.argument("input_path", metavar="INPUT")
+@_inputs
 @click.option("-o", "--output", default="-", show_default=True, help="Output LML file ('-': standard output).")
 @click.option("--config", "preset", default=None, metavar="FILE",
               help="A preset: an LML file with one scheduler object, or a name from configs/ (juropa-moab).")
@@ -184,24 +195,27 @@ def main() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
-def predict(input_path: str, output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
+def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
             coverage: float, keep_days: int, timeout: float | None, metrics_path: str | None, verbose: bool,
             quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
+    Several INPUT files (LLview 2 writes jobs, nodes, sysinfo, reservations, classes apart)
+    are merged into one output as LML_da's combine step would.
 
     Scheduler keys: --set wins over --config, which wins over INPUT's scheduler object,
     which wins over the defaults.
     """
     began = time.perf_counter()
     signals.time_limit(timeout)
-    if output != "-" and _same_file(input_path, output):
+    paths = _check_inputs(input_paths)
+    if output != "-" and any(_same_file(path, output) for path in paths):
         raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
                                  param_hint="-o")
     out.check_target(output)
     if metrics_path:
         out.check_target(metrics_path, "--metrics")
     settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
-    doc = lml.read(input_path)
+    doc = lml.read_all(paths)
     report = Report(quiet=quiet)
     if history_path:
         forecast = _predict_with_history(doc, report, settings, output, history_path, coverage, keep_days)
@@ -269,14 +283,17 @@ def schema_path() -> Path:
 
 
 @main.command()
-@click.argument("input_path", metavar="INPUT")
+@_inputs
 @guarded
-def validate(input_path: str) -> None:
-    """Check INPUT against jufo's raw-LML schema and the scheduling rules; list every problem."""
+def validate(input_paths: tuple[str, ...]) -> None:
+    """Check INPUT (several files: merged first) against jufo's raw-LML schema and the
+    scheduling rules; list every problem."""
     import xmlschema
     from lxml import etree
 
-    doc = lml.read(input_path)
+    paths = _check_inputs(input_paths)
+    input_path = " + ".join(paths)
+    doc = lml.read_all(paths)
     problems: list[str] = []
     schema = xmlschema.XMLSchema11(str(schema_path()))
     tree = doc.tree
@@ -418,15 +435,17 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("predicted_path", metavar="PREDICTED")
+@click.argument("predicted_paths", metavar="PREDICTED...", nargs=-1, required=True)
 @click.option("--user", default=None, help="Only this owner's jobs.")
 @click.option("--queue", default=None, help="Only this queue's jobs.")
 @guarded
-def show(predicted_path: str, user: str | None, queue: str | None) -> None:
+def show(predicted_paths: tuple[str, ...], user: str | None, queue: str | None) -> None:
     """Waiting jobs and their predicted starts, like squeue --start."""
     from . import views
 
-    doc = lml.read(predicted_path)
+    paths = _check_inputs(predicted_paths)
+    predicted_path = " + ".join(paths)
+    doc = lml.read_all(paths)
     try:
         click.echo(views.show_table(doc, user, queue))
     except ValueError:

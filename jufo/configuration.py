@@ -74,6 +74,8 @@ class Configuration:
         """Check ``settings`` (scheduler keys over the defaults); bad values are fatal, unknown
         keys are warnings. Returns None only when collecting errors (``jufo validate``)."""
         merged = dict(DEFAULTS)
+        if "system_sysprio" not in settings and batch_priorities(jobs):
+            merged["system_sysprio"] = "userprio"
         for key, value in settings.items():
             if key in DEFAULTS:
                 merged[key] = value
@@ -118,6 +120,25 @@ class Configuration:
         """The Simulation for the configured algorithm, with its JobSorter."""
         sorter = JobSorter(self.formula, epoch, report)
         return ALGORITHMS[self.algorithm](state, sorter, self.policy, report)
+
+
+def batch_priorities(jobs: list[Job]) -> bool:
+    """Does every waiting job carry the batch system's own current priority (``userprio``, as
+    LLview's Slurm adapter writes Slurm's ``Priority``)? Then it is the default order: the
+    best order jufo can know without the site's formula.
+
+    >>> from types import SimpleNamespace as J
+    >>> batch_priorities([J(running=False, data={"userprio": "4294"})]), batch_priorities([J(running=False, data={})])
+    (True, False)
+    """
+    waiting = [job for job in jobs if not job.running]
+    for job in waiting:
+        try:
+            if not math.isfinite(float(job.data.get("userprio", ""))):
+                return False
+        except ValueError:
+            return False
+    return bool(waiting)
 
 
 def _count(merged: dict[str, str], key: str, label: str, report: Report,

@@ -1,12 +1,13 @@
 """Job dependencies: which jobs must start or end (in the simulation) before a job may queue.
 
 Slurm forms: ``afterok:123``, ``afterany:123:124``, ``afternotok:123``, ``after:123`` (123 has
-started), several joined by ``,`` (all must hold) or ``?`` (read as ``,``: jufo cannot know
+started; scontrol's ``(unfulfilled)`` after a job is dropped), several joined by ``,`` (all must hold) or ``?`` (read as ``,``: jufo cannot know
 which one the batch system would take), ``singleton`` (no other job of the same name and
 owner may run: jufo waits for those ahead of it in the snapshot). Ends count whatever the
 exit state: a forecast cannot know it. LoadLeveler step chains: a step ``host.1234.1`` whose
 ``dependency`` names other steps (``step0 == 0``) waits for the lower steps of ``host.1234``.
-Jobs not in the snapshot count as done. Jobs are named by their ``step`` key, object name or id.
+Jobs not in the snapshot count as done. Jobs are named by their ``step`` key, object name or id;
+a job array's id names every task of it, ``array_task`` one task.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def parse(text: str) -> list[tuple[str, str]] | None:
 
     >>> parse("afterok:123:124,after:7")
     [('end', '123'), ('end', '124'), ('start', '7')]
+    >>> parse("afterok:1001(unfulfilled)")  # as scontrol shows it
+    [('end', '1001')]
     >>> parse("singleton"), parse("(null)"), parse("step0 == 0")
     ([('singleton', '')], [], None)
     """
@@ -42,17 +45,23 @@ def parse(text: str) -> list[tuple[str, str]] | None:
         if m is None:
             return None
         when = START if m.group(1) == "after" else END
-        out.extend((when, name.split("+")[0]) for name in m.group(2).split(":")[1:])
+        out.extend((when, name.split("+")[0].split("(")[0]) for name in m.group(2).split(":")[1:])
     return out
 
 
 def resolve(jobs: list[Job]) -> dict[Job, list[tuple[str, Job]]]:
     """For each job with a dependency, the jobs of the snapshot it waits for, and for what."""
-    by_name: dict[str, Job] = {}
+    by_name: dict[str, list[Job]] = {}
     for job in jobs:
-        for name in (job.id, job.data.get("name", ""), job.data.get("step", "")):
+        names = [job.id, job.data.get("name", ""), job.data.get("step", "")]
+        if job.array is not None:  # a job array's id names all its tasks, array_task one of them
+            names += [job.array, f"{job.array}_{job.task}"]
+        for name in names:
             if name:
-                by_name.setdefault(name, job)
+                found = by_name.setdefault(name, [])
+                if not found or (job.array is not None and name == job.array):
+                    if job not in found:
+                        found.append(job)
     out: dict[Job, list[tuple[str, Job]]] = {}
     for job in jobs:
         text = job.data.get("dependency", "")
@@ -64,8 +73,8 @@ def resolve(jobs: list[Job]) -> dict[Job, list[tuple[str, Job]]]:
             if when == "singleton":
                 waits.extend((END, other) for other in jobs if other is not job and other.owner == job.owner
                              and other.data.get("name") == job.data.get("name") and _ahead(other, job))
-            elif name in by_name and by_name[name] is not job:
-                waits.append((when, by_name[name]))
+            else:
+                waits.extend((when, other) for other in by_name.get(name, ()) if other is not job)
         if waits:
             out[job] = waits
     return out

@@ -12,7 +12,7 @@ from importlib import metadata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import dependency
+from . import dependency, jobsets
 from .configuration import Configuration, check_keys
 from .dates import DEFAULT_FORMAT, format_date, parse_date
 from .errors import InputError, Report
@@ -40,6 +40,7 @@ class Snapshot:
     scheduler: dict[str, str]
     scheduler_label: str
     job_problems: list[str] = field(default_factory=list)
+    throttles: dict[str, int] = field(default_factory=dict)  # job array → tasks running at once
 
     def fresh(self) -> Snapshot:
         """The same snapshot with its jobs as read, for another simulation of it."""
@@ -82,9 +83,11 @@ def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
     if epoch is None:
         return None
     reservations = read_reservations(doc.of_type("reservation"), machine, epoch, report)
-    reader = JobReader(epoch, machine.max_cores, report)
-    jobs = [reader.read(obj) for obj in doc.of_type("job")]
-    return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems)
+    reader = JobReader(epoch, machine.max_cores, report, nodes=machine.by_name)
+    jobs, throttles = jobsets.expand_arrays([reader.read(obj) for obj in doc.of_type("job")], report)
+    jobsets.combine_het(jobs)
+    return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
+                    throttles)
 
 
 @dataclass
@@ -168,6 +171,10 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     (run times where the snapshot gives none, start windows, user caps)."""
     state = config.make_state(snap.machine, snap.queues)
     sim = config.make_simulation(state, snap.epoch, report)
+    for reason, caps in limit_caps(snap.jobs).items():
+        state.limits.limit_users(caps, source=f" (the batch system says {reason})")
+    if snap.throttles:
+        state.limits.throttle(snap.throttles)
     if behaviour is not None:
         for job in snap.jobs:
             predicted = behaviour.runtimes.get(job.id)
@@ -184,10 +191,24 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     if not isinstance(state, NodeState):
         reservations = cores_only(snap.reservations, snap.machine)
     sim.progress = progress
-    waiting = [job for job in snap.jobs if not job.running and job.reason is None]
+    waiting = [job for job in snap.jobs if not job.running and job.reason is None and job.leader is None]
     sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,
             dependency.resolve(snap.jobs))
+    jobsets.follow_leaders(snap.jobs)
     return Forecast(snap, config, sim)
+
+
+def limit_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:
+    """Users the batch system holds back by a per-user or association limit (Slurm's
+    ``QOSMaxJobsPerUserLimit``, ``AssocGrpCpuLimit``, ...): they may run no more jobs at
+    once than they run now. By reason, user → cap; users running nothing are not capped
+    (what holds them back is not theirs to free)."""
+    running = Counter(job.owner for job in jobs if job.running)
+    out: dict[str, dict[str, int]] = {}
+    for job in jobs:
+        if job.limited and job.reason is None and running[job.owner] and job.owner:
+            out.setdefault(job.limited, {})[job.owner] = running[job.owner]
+    return out
 
 
 def place_running(job: Job, state: SystemState, report: Report) -> Any:
@@ -236,14 +257,17 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
     def when(seconds: int) -> str:
         return format_date(snap.epoch + seconds, snap.date_format)
 
-    out: dict[str, list[tuple[str, str]]] = {}
+    out: dict[str, list[tuple[str, str]]] = jobsets.aggregate(snap.jobs, when)
     for job in snap.jobs:
+        if job.parent is not None:
+            continue  # an array task: written onto its array record
         pairs: list[tuple[str, str]] = []
         if job.start is not None or job.running:
             if not job.running:
                 pairs.append(("jufo_starttime", when(job.start)))
             pairs.append(("jufo_endtime", when(job.end)))
-            pairs.extend(resource_pairs(job.resources, machine))
+            if job.resources is not None:
+                pairs.extend(resource_pairs(job.resources, machine))
             if job.topdog:
                 pairs.append(("jufo_topdog", "1"))
             if job.backfilled:

@@ -12,6 +12,7 @@ while the scheduler keeps planning with ``wall``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any
@@ -20,12 +21,14 @@ from .dates import parse_date, parse_seconds
 from .errors import Report
 from .lml import LmlObject
 from .node import parse_memory
+from .slurm import Meaning, classify, state_of
 from .values import MAX_COUNT, whole
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
 WAITING_STATES = {"Idle", "Pending", "Queued"}
 HELD_STATES = {"User Hold", "System Hold", "Hold", "Held"}
+HELD_STATUSES = {"USER_ON_HOLD", "SYSTEM_ON_HOLD"}  # LLview's detailedstatus of Slurm's held jobs
 # ``status`` (PTP's generic job states), read only where ``state`` is missing
 STATUS_STATES = {"RUNNING": RUNNING, "SUBMITTED": WAITING}
 
@@ -61,6 +64,14 @@ class Job:
     order_key: tuple = ()  # static priority key, set by the JobSorter when first asked
     shape: tuple = ()  # (request shape, size) for the per-pass failure memo, set when queued
     read_reason: str | None = None  # the reason reading gave (held, bad input), before any simulation
+    begin: int = 0  # may not start before this (Slurm's BeginTime): arrives at max(queued, begin)
+    limited: str | None = None  # Slurm says a per-user/association limit holds the job back
+    array: str | None = None  # ArrayJobId of an array task
+    task: str | None = None  # its ArrayTaskId
+    het: str | None = None  # HetJobId of a heterogeneous job's component
+    parent: str | None = None  # an array task: the object id of its array record
+    leader: str | None = None  # a het job's component: the id of the component it starts with
+    own_runtime: int | None = None  # a het job's leader: its own run time (it asks for all components)
 
     def __repr__(self) -> str:
         return f"Job({self.id})"
@@ -77,6 +88,11 @@ class Job:
     def runtime(self) -> int:
         """How long the job runs in the simulation: its real run time if known, else its wall."""
         return self.wall if self.actual is None else self.actual
+
+    @property
+    def arrival(self) -> int:
+        """When the job joins the queue: its queue date, or its begin time if later."""
+        return max(self.queued, self.begin)
 
     @property
     def waiting(self) -> bool:
@@ -102,6 +118,7 @@ class JobReader:
     max_cores: int  # cores of the largest node, to spread a bare ``totalcores``
     report: Report
     problems: list[str] = field(default_factory=list)
+    nodes: dict[str, Any] = field(default_factory=dict)  # Node by name: GPU entries in node lists
 
     def read(self, obj: LmlObject) -> Job:
         job = self._read(obj)
@@ -110,30 +127,36 @@ class JobReader:
 
     def _read(self, obj: LmlObject) -> Job:
         d = obj.data
-        state = d.get("state", "").strip()
+        state = state_of(d.get("state", ""))
         if not state and d.get("status", "").strip():
             status = d["status"].strip()
             state = STATUS_STATES.get(status.upper(), status)
+        nodelist = d.get("nodelist", "").strip()
+        if state == "Pending" and nodelist not in ("", "-") and d.get("starttime", "").strip():
+            state = RUNNING  # LLview writes CONFIGURING (nodes allocated, booting) as Pending
         job = Job(obj.id, obj.index, d, RUNNING if state == RUNNING else WAITING if state in WAITING_STATES else state)
         job.owner, job.group, job.queue = d.get("owner", ""), d.get("group", ""), d.get("queue", "")
+        job.array, job.het = d.get("ArrayJobId", "").strip() or None, d.get("HetJobId", "").strip() or None
+        job.task = d.get("ArrayTaskId", "").strip() or None
         if not job.state:
             self._bad(job, obj, "state", "is needed to tell running from waiting jobs")
             return job
         if job.state in HELD_STATES:
             job.reason = f"Held: state {job.state!r}; no start is predicted until it is released"
             return job
+        if job.state == "Suspended":
+            job.reason = "Suspended: no start or end is predicted until it is resumed"
+            return job
         if job.state not in (RUNNING, WAITING):
             job.reason = f"NotQueued: state {job.state!r} is neither running nor waiting"
+            return job
+        if not job.running and self._held(job, d):
             return job
         self._size(job, obj)
         job.queued = self._date(job, obj, "queuedate", default=0)
         if job.running:
-            # a pending job's starttime is the batch system's own forecast: never read as a fact
-            key = "dispatchdate" if d.get("dispatchdate") or not d.get("starttime") else "starttime"
-            job.started = self._date(job, obj, key, default=0)
-            job.nodelist = d.get("nodelist") or None
-            if job.nodelist in ("-", ""):
-                job.nodelist = None
+            self._started(job, obj)
+            job.nodelist = self._nodelist(d) or None
         wall = self._whole(job, obj, "wall", positive=False, seconds=True)
         if wall is None:
             if job.running:
@@ -145,6 +168,64 @@ class JobReader:
             job.wall = wall
         self._actual(job, obj)
         return job
+
+    def _held(self, job: Job, d: dict[str, str]) -> bool:
+        """Slurm's reason (and LLview's detailedstatus) for a pending job: held ones get their
+        reason and no prediction; begin times and limits are noted for the simulation."""
+        reason = d.get("reason", "").strip()
+        meaning = classify(reason)
+        if meaning is Meaning.HELD or d.get("detailedstatus", "").strip() in HELD_STATUSES:
+            why = f"reason {reason!r}" if reason else f"detailedstatus {d['detailedstatus'].strip()!r}"
+            job.reason = f"Held: {why}; no start is predicted until it is released or changed"
+            return True
+        if meaning is Meaning.NOT_BEFORE:
+            try:
+                job.begin = parse_date(d.get("starttime", ""))[0] - self.epoch
+            except ValueError:
+                self.report.warn(f"job {job.id}", "starttime", d.get("starttime"),
+                                 "reason BeginTime but no begin date; the job may start at once")
+        elif meaning is Meaning.LIMIT:
+            job.limited = reason
+        return False
+
+    def _started(self, job: Job, obj: LmlObject) -> None:
+        """A running job's start: ``dispatchdate``, else ``starttime`` (a pending job's
+        starttime is the batch system's own forecast: never read as a fact), else system_time
+        minus ``runtime``. Where ``runtime`` disagrees with the start date by more than a
+        minute (suspended time does not count), ``runtime`` wins: Slurm ends the job when it
+        reaches its wall."""
+        d = obj.data
+        runtime = None
+        if d.get("runtime", "").strip():
+            try:
+                runtime = parse_seconds(d["runtime"])
+            except ValueError:
+                self.report.warn(obj.label, "runtime", d["runtime"], "not a number of seconds; ignored")
+        if not d.get("dispatchdate") and not d.get("starttime") and runtime is not None:
+            job.started = -runtime
+            return
+        key = "dispatchdate" if d.get("dispatchdate") or not d.get("starttime") else "starttime"
+        job.started = self._date(job, obj, key, default=0)
+        if runtime is not None and abs(-job.started - runtime) > 60:
+            self.report.warn(obj.label, "runtime", d["runtime"], f"disagrees with {key} by "
+                             f"{-job.started - runtime} s (suspended?); the job is taken to have run {runtime} s")
+            job.started = -runtime
+
+    def _nodelist(self, d: dict[str, str]) -> str:
+        """The node list without the GPU entries LML_da's combiner appends for ``gpulist``:
+        ``(node,ncores+gpu)`` per GPU, which would read as tasks on cores the node lacks."""
+        nodelist = d.get("nodelist", "").strip()
+        gpus = d.get("gpulist", "").strip()
+        if nodelist in ("", "-") or gpus in ("", "-") or not self.nodes:
+            return "" if nodelist == "-" else nodelist
+        suffix = []
+        for name, pos in re.findall(r"\(?([^,()]+),(\d+)\)?", gpus):
+            node = name.removesuffix("-gpu")
+            if node not in self.nodes:
+                return nodelist
+            suffix.append(f"({node},{self.nodes[node].ncores + int(pos)})")
+        appended = "".join(suffix)
+        return nodelist.removesuffix(appended) if appended and nodelist != appended else nodelist
 
     def _actual(self, job: Job, obj: LmlObject) -> None:
         """``actualruntime``: the job really ends then; a scheduler kills it at its wall."""
@@ -194,7 +275,8 @@ class JobReader:
         nodes = self._whole(job, obj, key)
         per_node = self._whole(job, obj, "taskspernode" if obj.data.get("taskspernode") else "ppn")
         total = self._whole(job, obj, "totalcores")
-        if total is None and obj.data.get("totaltasks"):
+        if total is None and obj.data.get("totaltasks", "").strip() not in ("", "0"):
+            # LoadLeveler's PTP adapter and LML_da's combiner write 0 where the size is not known
             tasks = self._whole(job, obj, "totaltasks")
             per_task = self._whole(job, obj, "tpt") if obj.data.get("tpt") else 1
             total = tasks * per_task if tasks and per_task else None

@@ -61,13 +61,10 @@ def _local(el: etree._Element) -> str | None:
     return tag.rpartition("}")[2]
 
 
-def _inside(root: etree._Element, outer: str, inner: str):
-    """Elements named ``inner`` in the elements named ``outer`` directly under ``root``, in order."""
-    for container in root:
-        if _local(container) == outer:
-            for el in container:
-                if _local(el) == inner:
-                    yield el
+def _inside(root: etree._Element, outer: str, inner: str) -> list[etree._Element]:
+    """Elements named ``inner`` in the elements named ``outer`` directly under ``root``, in order.
+    (A list, not a generator: a generator left open by MemoryError complains at exit.)"""
+    return [el for container in root if _local(container) == outer for el in container if _local(el) == inner]
 
 
 def _parser() -> etree.XMLParser:
@@ -189,6 +186,83 @@ def read(path: str, limit: int = MAX_INPUT_BYTES) -> Document:
         except OSError as err:
             raise InputError(path, None, None, f"cannot read: {err.strerror}") from None
     return parse(raw, "stdin" if path == "-" else path)
+
+
+def read_all(paths: list[str], limit: int = MAX_INPUT_BYTES) -> Document:
+    """Read one file, or several merged into one document as LML_da's combine step would
+    (LLview 2 writes jobs, nodes, system info, reservations and classes to separate files)."""
+    docs = [(path, read(path, limit)) for path in paths]
+    return docs[0][1] if len(docs) == 1 else merge(docs)
+
+
+def merge(docs: list[tuple[str, Document]]) -> Document:
+    """The first document with the objects and infos of the others appended, in order.
+
+    Objects are matched by id: the same id in two files must name the same type and name,
+    and a key given for it in both must have the same value; every ``system_time`` must be
+    the same. A clash is an InputError naming both files. From the second file on only
+    objects and their infos are taken (as LML_da's combiner does); the first file's other
+    elements, prolog and layout are kept.
+    """
+    first_name, base = docs[0]
+    root = base.tree.getroot()
+    objects_el = _container(root, "objects")
+    information = _information_element(root)
+    where: dict[str, str] = {o.id: first_name for o in base.objects}
+    by_id: dict[str, LmlObject] = {o.id: o for o in base.objects}
+    objects = list(base.objects)
+    system_time = next(((first_name, o.data["system_time"]) for o in base.of_type("system")
+                        if "system_time" in o.data), None)
+    for name, doc in docs[1:]:
+        elements = list(_inside(doc.tree.getroot(), "objects", "object"))
+        for obj, el in zip(doc.objects, elements):
+            if obj.type == "system" and "system_time" in obj.data:
+                if system_time is not None and system_time[1] != obj.data["system_time"]:
+                    raise InputError(obj.label, "system_time", obj.data["system_time"],
+                                     f"clashes with {system_time[1]!r} in {system_time[0]} ({name})")
+                system_time = system_time or (name, obj.data["system_time"])
+            known = by_id.get(obj.id)
+            if known is None:
+                merged = LmlObject(obj.id, obj.type, obj.name, len(objects), dict(obj.data))
+                objects.append(merged)
+                by_id[obj.id] = merged
+                where[obj.id] = name
+                _append_keeping_layout(objects_el, el)
+            else:
+                if (known.type, known.name) != (obj.type, obj.name):
+                    raise InputError(obj.label, "id", obj.id, f"names {known.type} {known.name!r} in "
+                                     f"{where[obj.id]} but {obj.type} {obj.name!r} in {name}")
+                for key, value in obj.data.items():
+                    if known.data.get(key, value) != value:
+                        raise InputError(obj.label, key, value, f"clashes with {known.data[key]!r} in "
+                                         f"{where[obj.id]} ({name})")
+                    known.data[key] = value
+            for info in doc.infos.get(obj.id, ()):
+                _append_keeping_layout(information, info)
+                base.infos.setdefault(obj.id, []).append(info)
+        base.unknown_info_ids.extend(doc.unknown_info_ids)
+    return Document(base.tree, objects, base.infos, base.prolog, base.epilog,
+                    [oid for oid in base.unknown_info_ids if oid not in by_id])
+
+
+def _container(root: etree._Element, local: str) -> etree._Element:
+    """The child ``local`` of ``root`` (``objects``), made first in the document if missing."""
+    for child in root:
+        if _local(child) == local:
+            return child
+    el = etree.Element(_sibling_tag(root, local))
+    root.insert(0, el)
+    return el
+
+
+def _append_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
+    """Move ``el`` to the end of ``parent``, indented like its last child."""
+    children = [c for c in parent if isinstance(c.tag, str)]
+    tail = el.tail
+    if children:
+        el.tail = children[-1].tail
+        children[-1].tail = tail if tail is not None else children[-1].tail
+    parent.append(el)
 
 
 def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> None:

@@ -189,7 +189,7 @@ def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> lis
       per task; else cores per node. So a single ``(node01,4)`` is 4 cores for a 4-core job
       and task 1 on core index 4 for a 1-core job.
     - ``(1-2(4-5))``: nested ranges, 1-based node positions in document order, then cores.
-    - ``jrc[0001-0002,0007]``, ``n1,n2``: a Slurm hostlist or plain names: whole nodes.
+    - ``jrc[0001-0002,0007]``, ``n1,n2``, ``n1 n2``: a Slurm hostlist or plain names: whole nodes.
     An entry without a core mask leaves the choice of cores to the caller.
     """
     from .ranges import mask_of, parse_nested
@@ -248,14 +248,18 @@ def expand_hostlist(text: str, limit: int = MAX_NODES) -> list[str]:
     """Names of a Slurm hostlist; ValueError if malformed or naming more than ``limit`` hosts
     (a list cannot name more nodes than the machine has: ``n[0-30000000]`` is refused unexpanded).
 
+    Names may also be separated by spaces, as LLview 2 writes expanded node lists.
+
     >>> expand_hostlist("jrc[0001-0002,0007],login1")
     ['jrc0001', 'jrc0002', 'jrc0007', 'login1']
+    >>> expand_hostlist("jrc0001 jrc0002")
+    ['jrc0001', 'jrc0002']
     """
     names: list[str] = []
     depth, part = 0, ""
     parts: list[str] = []
     for ch in text.strip():
-        if ch == "," and depth == 0:
+        if (ch == "," or ch.isspace()) and depth == 0:
             parts.append(part)
             part = ""
             continue

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from . import jobsets
 from .accounting import JobRecord
 from .behaviour import Behaviour, learn_user_caps, learn_windows
 from .calibration import Calibration, Scored, bucket, bucket_label
@@ -125,8 +126,11 @@ def results(look: Outlook) -> dict[str, list[tuple[str, str]]]:
         return format_date(epoch, snap.date_format)
 
     walls = {job.id: job for job in look.wall.jobs}
-    out: dict[str, list[tuple[str, str]]] = {}
+    # array tasks: their simulated starts onto the array record (ranges are per task, not written)
+    out: dict[str, list[tuple[str, str]]] = jobsets.aggregate(look.learned.jobs, lambda s: when(snap.epoch + s))
     for job in look.learned.jobs:
+        if job.parent is not None:
+            continue
         pairs: list[tuple[str, str]] = []
         runtime = look.behaviour.runtimes.get(job.id)
         if job.start is not None or job.running:
@@ -143,7 +147,8 @@ def results(look: Outlook) -> dict[str, list[tuple[str, str]]]:
             plain = walls[job.id]
             if not job.running and plain.start is not None:
                 pairs.append(("jufo_starttime_wall", when(snap.epoch + plain.start)))
-            pairs.extend(resource_pairs(job.resources, machine))
+            if job.resources is not None:
+                pairs.extend(resource_pairs(job.resources, machine))
             if job.topdog:
                 pairs.append(("jufo_topdog", "1"))
             if job.backfilled:

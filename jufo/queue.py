@@ -98,37 +98,68 @@ class QueueLimits:
         self.spans: dict[str, set] = {name: set() for name in self.queues}
         self.user_caps: dict[str, int] = {}
         self.user_default: int | None = None
-        self.user_source = ""
+        self.user_sources: dict[str, str] = {}  # where each user's cap comes from, for reasons
         self.by_user: dict[str, set] = {}
+        self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
+        self.by_array: dict[str, set] = {}
 
     @property
     def active(self) -> bool:
         """Is any limit configured?"""
-        return bool(self.queues) or self.users_limited
+        return bool(self.queues) or self.users_limited or bool(self.array_caps)
 
     @property
     def users_limited(self) -> bool:
         return bool(self.user_caps) or self.user_default is not None
 
     def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
-        """Cap the jobs each user runs at once over all queues: ``caps`` per user, ``default``
-        for the others (None: unlimited). Call before any allocation is added."""
-        self.user_caps, self.user_default, self.user_source = dict(caps), default, source
+        """Cap the jobs each user runs at once over all queues: ``caps`` per user (a second call
+        keeps the lower cap), ``default`` for the others (None: unlimited). Call before any
+        allocation is added."""
+        for user, cap in caps.items():
+            if user not in self.user_caps or cap < self.user_caps[user]:
+                self.user_caps[user] = cap
+                self.user_sources[user] = source
+        if default is not None:
+            self.user_default = default
 
     def user_cap(self, user: str) -> int | None:
         return self.user_caps.get(user, self.user_default)
+
+    def throttle(self, caps: dict[str, int]) -> None:
+        """Run at most ``caps[a]`` tasks of job array ``a`` at once. Call before any allocation is added."""
+        self.array_caps = dict(caps)
 
     def add(self, span: Span) -> None:
         if span.queue in self.spans:
             self.spans[span.queue].add(span)
         if span.user and self.users_limited:
             self.by_user.setdefault(span.user, set()).add(span)
+        if self.array_caps:
+            array = _array_of(span)
+            if array in self.array_caps:
+                self.by_array.setdefault(array, set()).add(span)
 
     def discard(self, span: Span) -> None:
         if span.queue in self.spans:
             self.spans[span.queue].discard(span)
         if span.user in self.by_user:
             self.by_user[span.user].discard(span)
+        if self.by_array:
+            array = _array_of(span)
+            if array in self.by_array:
+                self.by_array[array].discard(span)
+
+    def array_exceeded(self, array: str | None, start: int, end: int) -> str | None:
+        """The throttle a task of ``array`` in ``[start, end)`` would break, or None.  O(m log m)
+        for m tasks of the array running or planned, O(1) when fewer than the throttle."""
+        cap = self.array_caps.get(array) if array is not None and self.array_caps else None
+        if cap is None:
+            return None
+        spans = self.by_array.get(array, ())
+        if len(spans) < cap or peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
+            return None
+        return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
 
     def user_exceeded(self, user: str, start: int, end: int) -> str | None:
         """The user cap a job of ``user`` in ``[start, end)`` would break, or None."""
@@ -140,7 +171,7 @@ class QueueLimits:
             return None
         end = max(end, start + 1)
         if sum(1 for s in spans if s.start <= start < s.end) >= cap or peak(spans, start, end, lambda s: 1) + 1 > cap:
-            return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_source}"
+            return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
         return None
 
     def exceeded(self, queue: str, user: str, cores: int, start: int, end: int) -> str | None:
@@ -163,3 +194,9 @@ class QueueLimits:
         if q.starters is not None and peak(spans, start, end, lambda s: s.cores) + cores > q.starters:
             return f"QueueLimit: queue {queue} uses at most {q.starters} cores"
         return None
+
+
+def _array_of(span: Span) -> str | None:
+    """The job array an allocation's job is a task of, if any."""
+    job = getattr(span, "job", None)
+    return job.array if job is not None else None

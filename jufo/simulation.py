@@ -187,7 +187,7 @@ class Simulation(ABC):
             job.reason = self.state.exceeds(job)
             if job.reason is None:
                 eligible.append(job)
-        eligible.sort(key=lambda j: (j.queued > 0, self.sorter.key(j, 0) if j.queued <= 0 else (j.queued, j.index)))
+        eligible.sort(key=lambda j: (j.arrival > 0, self.sorter.key(j, 0) if j.arrival <= 0 else (j.arrival, j.index)))
         limit = self.policy.maxnumjobs
         if limit is not None:
             for job in eligible[limit:]:
@@ -198,8 +198,8 @@ class Simulation(ABC):
             job.shape = (self.state.shape(job) + (self.bound_to.get(job),), self.state.size(job))
             if self.hold_back(job):
                 continue
-            if job.queued > 0:
-                self.timeline.push(job.queued, Kind.ARRIVAL, job)
+            if job.arrival > 0:
+                self.timeline.push(job.arrival, Kind.ARRIVAL, job)
             else:
                 self.add_waiting(job)
         self.timeline.push(0, Kind.WAKE, None)
@@ -229,7 +229,7 @@ class Simulation(ABC):
             pending.discard((when, job))
             if not pending:
                 del self.blocked[dependent]
-                self.timeline.push(max(now, dependent.queued), Kind.ARRIVAL, dependent)
+                self.timeline.push(max(now, dependent.arrival), Kind.ARRIVAL, dependent)
 
     @abstractmethod
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:

@@ -155,12 +155,17 @@ class SystemState(ABC):
         return self.limits.active and self.queue_limit(job, t) is not None
 
     def user_capped(self, job: Job, t: int) -> bool:
-        """Does a user cap keep ``job`` from starting at ``t``? (Such jobs take no reservation.)"""
-        return self.limits.users_limited and self.limits.user_exceeded(job.owner, t, t + job.wall) is not None
+        """Does a user cap or an array's throttle keep ``job`` from starting at ``t``? (Such
+        jobs take no reservation: the cap is the user's or the array's, not the request's.)"""
+        limits = self.limits
+        return ((limits.users_limited and limits.user_exceeded(job.owner, t, t + job.wall) is not None)
+                or (bool(limits.array_caps) and limits.array_exceeded(job.array, t, t + job.wall) is not None))
 
     def queue_limit(self, job: Job, t: int) -> str | None:
-        """The queue limit that keeps ``job`` from starting at ``t`` on any resources, or None."""
-        return self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall)
+        """The limit (queue, user cap, array throttle) that keeps ``job`` from starting at ``t``
+        on any resources, or None."""
+        return (self.limits.array_exceeded(job.array, t, t + job.wall)
+                or self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall))
 
     # -- changes -----------------------------------------------------------------------------
     def advance(self, now: int) -> None:

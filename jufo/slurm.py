@@ -1,0 +1,83 @@
+"""What Slurm, and LLview 2's Slurm adapter, write in a job's ``state`` and ``reason``, by meaning.
+
+LLview 2 (``da/rms/SLURM/slurm.py``) maps ``JobState`` to ``Running``, ``Pending``,
+``Suspended``, ``Completed``, ``Cancelled`` or ``Failed`` (``CONFIGURING`` becomes
+``Pending``, ``COMPLETING`` ``Completed``) and keeps Slurm's ``Reason`` as it is. Files
+written by other tools may carry Slurm's own upper-case names; both are read. A pending
+job's ``reason`` decides how it is simulated (see ``classify``).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+
+class Meaning(Enum):
+    """How a pending job's reason is simulated."""
+
+    WAITING = "waiting"  # an ordinary candidate (Priority, Resources, ReqNodeNotAvail, ...)
+    HELD = "held"  # no start is predicted until someone acts (hold, budget spent, bad request)
+    DEPENDENCY = "dependency"  # waits for the jobs its ``dependency`` names
+    NOT_BEFORE = "not-before"  # may not start before its ``starttime`` (``--begin``)
+    LIMIT = "limit"  # its user runs as many jobs as a limit allows: no more at once than now
+    RESERVATION = "reservation"  # waits for the reservation its ``reservation`` key names
+
+
+# Slurm's JobState names (squeue/scontrol) read as jufo's states; anything else is kept as written
+SLURM_STATES = {
+    "PENDING": "Pending", "RUNNING": "Running", "CONFIGURING": "Running", "RESIZING": "Running",
+    "SIGNALING": "Running", "COMPLETING": "Completed", "STAGE_OUT": "Completed", "COMPLETED": "Completed",
+    "SUSPENDED": "Suspended", "REQUEUED": "Pending", "REQUEUE_FED": "Pending", "REQUEUE_HOLD": "Held",
+    "SPECIAL_EXIT": "Held", "RESV_DEL_HOLD": "Held", "STOPPED": "Suspended", "CANCELLED": "Cancelled",
+    "FAILED": "Failed", "TIMEOUT": "Failed", "NODE_FAIL": "Failed", "PREEMPTED": "Failed",
+    "BOOT_FAIL": "Failed", "DEADLINE": "Failed", "OUT_OF_MEMORY": "Failed",
+}
+
+_HELD = {
+    "JobHeldUser", "JobHeldAdmin", "launch_failed_requeued_held", "DependencyNeverSatisfied",
+    "PartitionDown", "PartitionInactive", "PartitionTimeLimit", "PartitionNodeLimit", "BadConstraints",
+    "InvalidAccount", "InvalidQOS", "QOSNotAllowed", "AccountNotAllowed", "JobLaunchFailure",
+    "SystemFailure", "NonZeroExitCode", "MaxRequeueLimit", "FedJobLock", "InactiveLimit",
+    "AssociationJobLimit", "AssociationResourceLimit", "AssociationTimeLimit", "QOSJobLimit",
+    "QOSResourceLimit", "QOSTimeLimit", "Deadline",
+}
+_LIMIT = re.compile(r"^(Assoc|QOS)(Grp|Max)\w*Limit$")
+_BUDGET = re.compile(r"Minutes|RunMins|WallPerJob|PerJob|MinNode|MinCpu|MinGRES|MinBilling|MinMem", re.IGNORECASE)
+_WAITING_PREFIXES = ("ReqNodeNotAvail", "Nodes_required", "Resources", "Priority", "None")
+
+
+def classify(reason: str) -> Meaning:
+    """The meaning of a pending job's Slurm ``reason``.
+
+    Per-job limits and spent budgets (``AssocGrpCPUMinutesLimit``, ``QOSMaxWallDurationPerJobLimit``)
+    never clear by waiting: held. Other association/QOS limits (``QOSMaxJobsPerUserLimit``,
+    ``AssocGrpCpuLimit``) clear when the user's running jobs end: limit.
+
+    >>> [classify(r).value for r in ("Priority", "JobHeldUser", "Dependency", "BeginTime",
+    ...  "QOSMaxJobsPerUserLimit", "AssocGrpCPUMinutesLimit", "Reservation", "ReqNodeNotAvail, May be reserved")]
+    ['waiting', 'held', 'dependency', 'not-before', 'limit', 'held', 'reservation', 'waiting']
+    """
+    reason = reason.strip()
+    if not reason or reason.startswith(_WAITING_PREFIXES):
+        return Meaning.WAITING
+    if reason in _HELD:
+        return Meaning.HELD
+    if reason == "Dependency":
+        return Meaning.DEPENDENCY
+    if reason == "BeginTime":
+        return Meaning.NOT_BEFORE
+    if reason == "Reservation":
+        return Meaning.RESERVATION
+    if _LIMIT.match(reason):
+        return Meaning.HELD if _BUDGET.search(reason) else Meaning.LIMIT
+    return Meaning.WAITING
+
+
+def state_of(state: str) -> str:
+    """jufo's state name for ``state``: Slurm's upper-case names mapped, others as written.
+
+    >>> state_of("PENDING"), state_of("Pending"), state_of("COMPLETING")
+    ('Pending', 'Pending', 'Completed')
+    """
+    return SLURM_STATES.get(state.strip().upper(), state.strip()) if state.strip().isupper() else state.strip()

@@ -1,0 +1,307 @@
+"""What LLview 2's Slurm adapter writes: separate files, Slurm states and reasons, userprio,
+job arrays with throttles, heterogeneous jobs, runtime, gpulist (issue 11)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLES, T0, predictions, running, snapshot, waiting
+from jufo import lml
+from jufo.cli import main
+from jufo.jobsets import parse_tasks
+from jufo.slurm import Meaning, classify
+
+SET = SAMPLES / "llview2"
+FILES = ["sysinfo_LML.xml", "nodes_LML.xml", "jobs_LML.xml", "reservation_LML.xml", "classes_LML.xml"]
+
+
+def run(tmp_path, *args: str):
+    out = tmp_path / "out.xml"
+    result = CliRunner().invoke(main, [*args, "-o", str(out)])
+    return result, (out.read_bytes() if out.exists() else None)
+
+
+def by_step(xml: bytes) -> dict[str, dict[str, str]]:
+    """jufo_* data per job step (the object names of the LLview 2 set)."""
+    doc = lml.parse(xml)
+    jobs = predictions(xml)
+    return {o.name: jobs.get(o.id, {}) for o in doc.of_type("job")}
+
+
+def test_llview2_set_predicts_as_its_comment_says(tmp_path):
+    result, out = run(tmp_path, "predict", *(str(SET / f) for f in FILES))
+    assert result.exit_code == 0, result.stderr
+    jobs = by_step(out)
+    assert jobs["1200"]["jufo_starttime"] == jobs["1201"]["jufo_starttime"] == "06/03/25-10:00:00"  # het: together
+    assert jobs["1300"]["jufo_starttime"] == "06/03/25-11:00:00"  # after 1001 ends
+    assert jobs["1100"]["jufo_starttime"] == "06/03/25-11:00:00"
+    assert jobs["1100"]["jufo_endtime"] == "06/03/25-20:00:00"
+    assert jobs["1100"]["jufo_array_tasks"] == "4"
+    assert jobs["1100"]["jufo_array_starts"] == "2-3=06/03/25-11:00:00;4-5=06/03/25-18:00:00"
+    assert jobs["1400"]["jufo_reason"].startswith("Held: reason 'JobHeldUser'")
+    assert "system_sysprio=userprio" in out.decode()  # the batch system's priority is the order
+    assert result.stderr == ""  # nothing in the set is unexpected
+
+
+def test_merged_output_holds_every_input_unchanged(tmp_path):
+    """Stripping jufo_* from the output leaves the inputs' objects and data, in file order."""
+    _, out = run(tmp_path, "predict", *(str(SET / f) for f in FILES))
+    doc = lml.parse(out)
+    expected = []
+    for name in FILES:
+        expected += [(o.id, o.type, o.name, o.data) for o in lml.read(str(SET / name)).objects]
+    got = [(o.id, o.type, o.name, {k: v for k, v in o.data.items() if not k.startswith("jufo_")})
+           for o in doc.objects]
+    assert got == expected
+    first = (SET / FILES[0]).read_bytes()
+    assert out.startswith(first[:first.index(b"<lml:lgui")])  # the first file's prolog
+    again, out2 = run(tmp_path, "predict", *(str(SET / f) for f in FILES))
+    assert out2 == out  # byte-identical
+
+
+def test_merged_is_the_same_as_one_combined_file(tmp_path):
+    """One file holding all five files' objects predicts the same as the five files."""
+    from lxml import etree
+
+    roots = [etree.fromstring((SET / name).read_bytes()) for name in FILES]
+    for root in roots[1:]:
+        roots[0].find("objects").extend(root.find("objects"))
+        roots[0].find("information").extend(root.find("information"))
+    combined = tmp_path / "combined.xml"
+    combined.write_bytes(etree.tostring(roots[0], xml_declaration=True, encoding="UTF-8"))
+    _, one = run(tmp_path, "predict", str(combined))
+    _, five = run(tmp_path, "predict", *(str(SET / f) for f in FILES))
+    assert predictions(one) == predictions(five)
+
+
+def test_clashes_name_both_files(tmp_path):
+    a, b = tmp_path / "a.xml", tmp_path / "b.xml"
+    a.write_bytes(snapshot({"j1": waiting(1, 10)}))
+    b.write_bytes(snapshot({"j1": waiting(2, 10)}))  # same ids; j1's taskspernode differs
+    result, out = run(tmp_path, "predict", str(a), str(b))
+    assert result.exit_code == 2 and out is None
+    assert "taskspernode='2'" in result.stderr and str(a) in result.stderr and str(b) in result.stderr
+    b.write_bytes(snapshot({"j2": waiting(1, 10)}, system_time="01/10/12-12:05:00"))
+    result, _ = run(tmp_path, "predict", str(a), str(b))
+    assert result.exit_code == 2 and "system_time" in result.stderr and str(a) in result.stderr
+    b.write_bytes(lml.build([("j1", "node", {"ncores": "4"})]))
+    result, _ = run(tmp_path, "predict", str(a), str(b))
+    assert result.exit_code == 2 and "names job" in result.stderr and "but node" in result.stderr
+
+
+def test_identical_objects_in_two_files_merge(tmp_path):
+    a, b = tmp_path / "a.xml", tmp_path / "b.xml"
+    a.write_bytes(snapshot({"j1": waiting(1, 10)}))
+    b.write_bytes(snapshot({"j2": waiting(1, 10)}))  # sys and n1 again, alike
+    result, out = run(tmp_path, "predict", str(a), str(b))
+    assert result.exit_code == 0, result.stderr
+    assert set(predictions(out)) >= {"j1", "j2"}
+
+
+def test_validate_and_show_take_several_files(tmp_path):
+    files = [str(SET / f) for f in FILES]
+    result = CliRunner().invoke(main, ["validate", *files])
+    assert result.exit_code == 0, result.output
+    assert "valid (" in result.output
+    _, out = run(tmp_path, "predict", *files)
+    p = tmp_path / "p.xml"
+    p.write_bytes(out)
+    shown = CliRunner().invoke(main, ["show", str(p)])
+    assert shown.exit_code == 0 and "1100" in shown.output
+    twice = CliRunner().invoke(main, ["predict", "-", "-", "-o", str(tmp_path / "x.xml")])
+    assert twice.exit_code == 2 and "only once" in twice.stderr
+
+
+@pytest.mark.parametrize("reason,meaning", [
+    ("Priority", Meaning.WAITING), ("Resources", Meaning.WAITING), ("None", Meaning.WAITING),
+    ("ReqNodeNotAvail, UnavailableNodes:jrc0001", Meaning.WAITING), ("JobArrayTaskLimit", Meaning.WAITING),
+    ("JobHeldUser", Meaning.HELD), ("JobHeldAdmin", Meaning.HELD), ("DependencyNeverSatisfied", Meaning.HELD),
+    ("PartitionTimeLimit", Meaning.HELD), ("AssocGrpCPUMinutesLimit", Meaning.HELD),
+    ("AssocGrpBillingMinutes", Meaning.WAITING),  # not a ...Limit name: unknown reasons wait
+    ("QOSMaxWallDurationPerJobLimit", Meaning.HELD), ("Dependency", Meaning.DEPENDENCY),
+    ("BeginTime", Meaning.NOT_BEFORE), ("Reservation", Meaning.RESERVATION),
+    ("QOSMaxJobsPerUserLimit", Meaning.LIMIT), ("AssocGrpCpuLimit", Meaning.LIMIT),
+    ("QOSMaxCpuPerUserLimit", Meaning.LIMIT), ("SomethingNew", Meaning.WAITING),
+])
+def test_reason_table(reason, meaning):
+    assert classify(reason) is meaning
+
+
+def jobs_of(tmp_path, jobs, nodes=None, **kw):
+    src = tmp_path / "in.xml"
+    src.write_bytes(snapshot(jobs, nodes, **kw))
+    result, out = run(tmp_path, "predict", str(src))
+    assert result.exit_code == 0, result.stderr
+    return predictions(out), result.stderr
+
+
+def test_slurm_state_names(tmp_path):
+    jobs, _ = jobs_of(tmp_path, {
+        "r": {**running(4, 100), "state": "RUNNING", "nodelist": "(n2,4)"},
+        "p": {**waiting(4, 10), "state": "PENDING"},
+        "c": {**waiting(4, 10), "state": "COMPLETING"},
+        "s": {**waiting(4, 10), "state": "Suspended"},
+        "h": {**waiting(4, 10), "state": "REQUEUE_HOLD"},
+        "cfg": {**running(4, 50), "state": "Pending", "starttime": "01/10/12-11:59:00", "nodelist": "(n1,4)"},
+    }, {"n1": 4, "n2": 4})
+    assert jobs["p"]["jufo_starttime"] == "01/10/12-12:00:50"  # after cfg: configuring holds its node
+    assert jobs["c"]["jufo_reason"].startswith("NotQueued")
+    assert jobs["s"]["jufo_reason"].startswith("Suspended")
+    assert jobs["h"]["jufo_reason"].startswith("Held")
+
+
+def test_held_reasons_and_detailedstatus(tmp_path):
+    jobs, _ = jobs_of(tmp_path, {
+        "a": waiting(1, 10, state="Pending", reason="JobHeldAdmin"),
+        "b": waiting(1, 10, state="Pending", reason="None", detailedstatus="SYSTEM_ON_HOLD"),
+        "c": waiting(1, 10, state="Pending", reason="AssocGrpCPUMinutesLimit"),
+        "d": waiting(1, 10, state="Pending", reason="Priority"),
+    })
+    assert all(jobs[j]["jufo_reason"].startswith("Held") for j in "abc")
+    assert jobs["d"]["jufo_starttime"] == T0
+
+
+def test_begin_time_is_a_not_before(tmp_path):
+    jobs, _ = jobs_of(tmp_path, {
+        "b": waiting(1, 10, state="Pending", reason="BeginTime", starttime="01/10/12-15:00:00"),
+        "e": waiting(1, 10, state="Pending", reason="Resources", starttime="01/10/12-15:00:00"),
+    })
+    assert jobs["b"]["jufo_starttime"] == "01/10/12-15:00:00"
+    assert jobs["e"]["jufo_starttime"] == T0  # a pending job's starttime is only Slurm's estimate
+
+
+def test_per_user_limit_keeps_the_user_at_what_runs_now(tmp_path):
+    """QOSMaxJobsPerUserLimit with 2 running: the user's next jobs start as those end, one each."""
+    jobs, _ = jobs_of(tmp_path, {
+        "r1": running(1, 100, owner="u"), "r2": running(1, 200, owner="u"),
+        "a": waiting(1, 1000, state="Pending", reason="QOSMaxJobsPerUserLimit"),
+        "b": waiting(1, 1000, state="Pending", reason="QOSMaxJobsPerUserLimit"),
+        "c": waiting(1, 1000, state="Pending", reason="QOSMaxJobsPerUserLimit"),
+        "other": waiting(1, 10, owner="v", state="Pending", reason="Priority"),
+    }, {"n1": 16})
+    assert jobs["a"]["jufo_starttime"] == "01/10/12-12:01:40"
+    assert jobs["b"]["jufo_starttime"] == "01/10/12-12:03:20"
+    assert jobs["c"]["jufo_starttime"] == "01/10/12-12:18:20"  # when a ends
+    assert jobs["other"]["jufo_starttime"] == T0  # other users are not capped
+    src = tmp_path / "free.xml"
+    src.write_bytes(snapshot({"a": waiting(1, 1000, state="Pending", reason="QOSMaxJobsPerUserLimit")}))
+    result, out = run(tmp_path, "predict", str(src))
+    assert predictions(out)["a"]["jufo_starttime"] == T0  # nothing of theirs runs: not capped
+
+
+def test_userprio_is_the_default_order_only_without_a_formula(tmp_path):
+    jobs = {"old": waiting(4, 100, userprio=10, queued="01/10/12-10:00:00"),
+            "new": waiting(4, 100, userprio=90, queued="01/10/12-11:00:00")}
+    got, _ = jobs_of(tmp_path, jobs)
+    assert got["new"]["jufo_starttime"] == T0 and got["old"]["jufo_starttime"] == "01/10/12-12:01:40"
+    got, _ = jobs_of(tmp_path, jobs, scheduler={"system_sysprio": "-DATEqueuedate"})
+    assert got["old"]["jufo_starttime"] == T0
+    partial = {**jobs, "none": waiting(4, 100, queued="01/10/12-09:00:00")}
+    got, _ = jobs_of(tmp_path, partial)
+    assert got["none"]["jufo_starttime"] == T0  # not every job has it: queue order
+
+
+def test_array_tasks_and_throttle(tmp_path):
+    jobs, _ = jobs_of(tmp_path, {
+        "t1": running(1, 100, ArrayJobId="7", ArrayTaskId="1"),
+        "arr": waiting(1, 100, ArrayJobId="7", ArrayTaskId="2-6%2", state="Pending"),
+    }, {"n1": 8})
+    arr = jobs["arr"]
+    assert arr["jufo_array_tasks"] == "5"
+    # one more now (t1 runs), then two at a time every 100 s
+    assert arr["jufo_array_starts"] == "2=01/10/12-12:00:00;3-4=01/10/12-12:01:40;5-6=01/10/12-12:03:20"
+    assert arr["jufo_starttime"] == T0 and arr["jufo_endtime"] == "01/10/12-12:05:00"
+    unthrottled, _ = jobs_of(tmp_path, {"arr": waiting(1, 100, ArrayJobId="7", ArrayTaskId="1-3,9")}, {"n1": 8})
+    assert unthrottled["arr"]["jufo_array_starts"] == "1-3=01/10/12-12:00:00;9=01/10/12-12:00:00"
+
+
+def test_dependency_on_an_array_waits_for_every_task(tmp_path):
+    jobs, _ = jobs_of(tmp_path, {
+        "arr": waiting(1, 100, ArrayJobId="7", ArrayTaskId="1-4%1", step="7"),
+        "after": waiting(1, 10, dependency="afterok:7(unfulfilled)"),
+        "one": waiting(1, 10, dependency="afterok:7_1"),
+    }, {"n1": 8})
+    assert jobs["after"]["jufo_starttime"] == "01/10/12-12:06:40"
+    assert jobs["one"]["jufo_starttime"] == "01/10/12-12:01:40"
+
+
+def test_bad_array_task_list_is_one_job_with_a_warning(tmp_path):
+    jobs, stderr = jobs_of(tmp_path, {"arr": waiting(1, 100, ArrayJobId="7", ArrayTaskId="x-y")})
+    assert jobs["arr"]["jufo_starttime"] == T0
+    assert "ArrayTaskId='x-y'" in stderr
+    with pytest.raises(ValueError):
+        parse_tasks("1-99999999")
+
+
+def test_het_components_start_together(tmp_path):
+    """1 node + 2 nodes: neither may start on the one free node now; both start at 100 s."""
+    nodes = {f"n{i}": 4 for i in range(1, 4)}
+    jobs, _ = jobs_of(tmp_path, {
+        "r": running(4, 100, nodes=2, nodelist="(n1,4)(n2,4)"),
+        "h0": waiting(4, 50, HetJobId="5", HetJobOffset="0", state="Pending"),
+        "h1": waiting(4, 200, nodes=2, HetJobId="5", HetJobOffset="1", state="Pending"),
+    }, nodes)
+    assert jobs["h0"]["jufo_starttime"] == jobs["h1"]["jufo_starttime"] == "01/10/12-12:01:40"
+    assert jobs["h0"]["jufo_endtime"] == "01/10/12-12:02:30"  # each runs its own wall
+    assert jobs["h1"]["jufo_endtime"] == "01/10/12-12:05:00"
+    assert jobs["h0"]["jufo_nodelist"] == "(n1,4)(n2,4)(n3,4)"  # the leader holds all components' nodes
+
+
+def test_het_component_that_can_never_fit(tmp_path):
+    jobs, _ = jobs_of(tmp_path, {
+        "h0": waiting(4, 50, HetJobId="5", HetJobOffset="0"),
+        "h1": waiting(4, 50, nodes=2, HetJobId="5", HetJobOffset="1"),
+    }, {"n1": 4, "n2": 4})
+    assert "jufo_starttime" not in jobs["h1"]
+    assert jobs["h1"]["jufo_reason"].startswith("HetJob: starts with component")
+
+
+def test_runtime_of_running_jobs(tmp_path):
+    """runtime wins over the start date when they disagree (a suspension), with a warning;
+    without a start date, the start is system_time - runtime."""
+    jobs, stderr = jobs_of(tmp_path, {
+        "susp": {**running(4, 100), "runtime": "0"},  # started 0 s ago by its runtime: ends at 100 s wall
+        "nostart": {"state": "Running", "wall": "300", "runtime": "200", "nummachines": 1, "taskspernode": 4},
+        "w": waiting(4, 10),
+    }, {"n1": 4, "n2": 4})
+    assert jobs["susp"]["jufo_endtime"] == "01/10/12-12:01:40"
+    assert jobs["nostart"]["jufo_endtime"] == "01/10/12-12:01:40"
+    assert "disagrees with dispatchdate" not in stderr  # 0 s vs 0 s
+    jobs, stderr = jobs_of(tmp_path, {"late": {**running(4, 100, wall=1000), "runtime": "100"}}, {"n1": 4})
+    assert jobs["late"]["jufo_endtime"] == "01/10/12-12:15:00"  # 1000 - 100 s from now
+    assert "runtime='100': disagrees with dispatchdate by 800 s" in stderr
+
+
+def test_gpu_entries_the_combiner_appends_are_not_cores(tmp_path):
+    """LML_da's combiner appends (node,ncores+gpu) per gpulist entry to a running job's nodelist."""
+    nodes = {"g1": {"ncores": 4, "gpus": 2}, "g2": {"ncores": 4, "gpus": 2}}
+    jobs, stderr = jobs_of(tmp_path, {
+        "r": running(2, 100, nodelist="(g1,2)(g1,4)(g1,5)", gpulist="(g1,0)(g1,1)", totalcores=2),
+        "w": waiting(2, 10, nummachines=1),
+    }, nodes)
+    assert "warning" not in stderr, stderr
+    assert jobs["r"]["jufo_nodelist"] == "(g1,2)"
+    assert jobs["w"]["jufo_nodelist"] == "(g1,2)"  # the other two cores of g1
+
+
+def test_totaltasks_zero_is_an_unknown_size(tmp_path):
+    job = {"state": "Idle", "queuedate": "01/10/12-11:00:00", "wall": "10", "totaltasks": "0"}
+    jobs, stderr = jobs_of(tmp_path, {"ll": job})
+    assert jobs["ll"]["jufo_starttime"] == T0
+    assert "no size given" in stderr
+
+
+def test_hostlists_separated_by_spaces(tmp_path):
+    jobs, stderr = jobs_of(tmp_path, {"w": waiting(4, 3600)}, {"a1": 4, "a2": 4},
+                           reservations={"m": {"starttime": "01/10/12-12:30:00", "endtime": "01/10/12-13:00:00",
+                                               "nodelist": "a1 a2"}})
+    assert "warning" not in stderr
+    assert jobs["w"]["jufo_starttime"] == "01/10/12-13:00:00"
+
+
+def test_sample_comment_states_the_predictions():
+    text = (SET / "jobs_LML.xml").read_text()
+    assert re.search(r"1200 and 1201 start at 10:00", text) and "11:00..20:00" in text
