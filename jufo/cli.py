@@ -427,11 +427,20 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
     capacity = sum(count_of(o, "ncores", 0, 0, MAX_CORES_PER_NODE) for o in doc.of_type("node"))
     errors = evaluation.prediction_errors(predicted, actual)
     schedule = evaluation.schedule_stats(list(predicted.values()), capacity)
+    estimates = evaluation.records_of_estimates(doc)
+    compared = {}
+    if any(key in actual for key in estimates):  # the batch system's own forecast, on the same jobs
+        same = {key: predicted[key] for key in estimates if key in predicted}
+        compared = {"batch_estimate": evaluation.prediction_errors(estimates, actual),
+                    "jufo_same_jobs": evaluation.prediction_errors(same, actual)}
     if as_json:
-        click.echo(json.dumps({"errors": errors, "schedule": schedule}, sort_keys=True))
+        click.echo(json.dumps({"errors": errors, "schedule": schedule, **compared}, sort_keys=True))
         return
-    click.echo(evaluation.table([("prediction error (actual - predicted start)", errors),
-                                 ("predicted schedule", schedule)]))
+    sections = [("prediction error (actual - predicted start)", errors)]
+    if compared:
+        sections += [("the batch system's own estimate (pending starttime), actual - estimate",
+                      compared["batch_estimate"]), ("jufo on the same jobs", compared["jufo_same_jobs"])]
+    click.echo(evaluation.table(sections + [("predicted schedule", schedule)]))
 
 
 @main.command()

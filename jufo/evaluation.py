@@ -152,6 +152,22 @@ def records_of_document(doc, predicted: bool) -> dict[str, Record]:
     return out
 
 
+def records_of_estimates(doc) -> dict[str, Record]:
+    """The batch system's own forecast: a waiting job's ``starttime`` (Slurm's estimate, which
+    jufo never uses for its simulation), for the jobs jufo predicted too."""
+    out: dict[str, Record] = {}
+    for obj in doc.of_type("job"):
+        d = obj.data
+        if d.get("state") == "Running" or "jufo_starttime" not in d:
+            continue
+        try:
+            queued, start = parse_date(d["queuedate"])[0], parse_date(d["starttime"])[0]
+        except (KeyError, ValueError):
+            continue
+        out[_key(obj)] = Record(obj.id, queued, start, start, 0)
+    return out
+
+
 def records_of_trace(trace) -> dict[str, Record]:
     """What really happened in an SWF trace, by job number."""
     epoch = trace.epoch

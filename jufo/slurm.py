@@ -43,7 +43,8 @@ _HELD = {
     "QOSResourceLimit", "QOSTimeLimit", "Deadline",
 }
 _LIMIT = re.compile(r"^(Assoc|QOS)(Grp|Max)\w*Limit$")
-_BUDGET = re.compile(r"Minutes|RunMins|WallPerJob|PerJob|MinNode|MinCpu|MinGRES|MinBilling|MinMem", re.IGNORECASE)
+# spent budgets (GrpCPUMins, not GrpCPURunMins: run minutes free up as running jobs go on) and per-job limits
+_BUDGET = re.compile(r"(?<!Run)(Minutes|Mins)|PerJob|MinNode|MinCpu|MinGRES|MinBilling|MinMem", re.IGNORECASE)
 _WAITING_PREFIXES = ("ReqNodeNotAvail", "Nodes_required", "Resources", "Priority", "None")
 
 

@@ -27,6 +27,7 @@ class Bar:
     reason: str | None
     groups: list[tuple[int, int, list[tuple[int, int]] | None]]  # node lo, hi, core ranges (NodeState)
     cores: int  # cores held (AttributeState) or asked
+    estimate: int | None = None  # a waiting job's starttime: the batch system's own forecast
 
 
 def _date(text: str | None) -> int | None:
@@ -69,9 +70,13 @@ def bars(doc: Document) -> list[Bar]:
         resources = d.get("jufo_resources", "")
         cores = _int(resources.partition("=")[2]) if resources.startswith("cores=") else _int(d.get("totalcores"), 1)
         nodes = sum(hi - lo + 1 for lo, hi, _ in groups) or _int(d.get("nummachines") or d.get("numnodes"), 1)
-        out.append(Bar(obj.id, d.get("step") or obj.name or obj.id, d.get("owner", ""), d.get("queue", ""), nodes,
+        name = d.get("step") or obj.name or obj.id
+        if d.get("jufo_array_tasks") and d.get("ArrayTaskId"):
+            name = f"{d.get('ArrayJobId') or name}_[{d['ArrayTaskId']}]"  # as squeue shows a pending array
+        out.append(Bar(obj.id, name, d.get("owner", ""), d.get("queue", ""), nodes,
                        start, _date(d.get("jufo_endtime")), running, d.get("jufo_topdog") == "1",
-                       d.get("jufo_backfilled") == "1", d.get("jufo_reason"), groups, cores))
+                       d.get("jufo_backfilled") == "1", d.get("jufo_reason"), groups, cores,
+                       None if running else _date(d.get("starttime"))))
     return out
 
 
@@ -98,15 +103,17 @@ def show_table(doc: Document, user: str | None = None, queue: str | None = None)
     rows = [b for b in bars(doc) if not b.running and (user is None or b.owner == user)
             and (queue is None or b.queue == queue)]
     rows.sort(key=lambda b: (b.start is None, b.start or 0, b.id))
-    header = ("JOBID", "OWNER", "QUEUE", "NODES", "START", "WAIT", "NOTE")
+    estimates = any(b.estimate is not None for b in rows)  # the batch system's own, beside jufo's
+    header = ("JOBID", "OWNER", "QUEUE", "NODES", "START", "WAIT") + (("BATCH_EST",) if estimates else ()) + ("NOTE",)
     table = [header]
     for b in rows:
+        own = (format_date(b.estimate, fmt) if b.estimate is not None else "-",) if estimates else ()
         if b.start is not None:
             note = "top dog" if b.topdog else "backfilled" if b.backfilled else ""
             table.append((b.name, b.owner, b.queue, str(b.nodes), format_date(b.start, fmt),
-                          duration(max(0, b.start - now)), note))
+                          duration(max(0, b.start - now))) + own + (note,))
         else:
-            table.append((b.name, b.owner, b.queue, str(b.nodes), "-", "-", b.reason or ""))
+            table.append((b.name, b.owner, b.queue, str(b.nodes), "-", "-") + own + (b.reason or "",))
     widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in table]
     return "\n".join(line.rstrip() for line in lines)

@@ -125,6 +125,7 @@ def test_validate_and_show_take_several_files(tmp_path):
     ("BeginTime", Meaning.NOT_BEFORE), ("Reservation", Meaning.RESERVATION),
     ("QOSMaxJobsPerUserLimit", Meaning.LIMIT), ("AssocGrpCpuLimit", Meaning.LIMIT),
     ("QOSMaxCpuPerUserLimit", Meaning.LIMIT), ("SomethingNew", Meaning.WAITING),
+    ("AssocGrpCPURunMinutesLimit", Meaning.LIMIT), ("QOSGrpCPUMinutesLimit", Meaning.HELD),
 ])
 def test_reason_table(reason, meaning):
     assert classify(reason) is meaning
@@ -305,3 +306,28 @@ def test_hostlists_separated_by_spaces(tmp_path):
 def test_sample_comment_states_the_predictions():
     text = (SET / "jobs_LML.xml").read_text()
     assert re.search(r"1200 and 1201 start at 10:00", text) and "11:00..20:00" in text
+
+
+def test_batch_estimate_beside_the_prediction(tmp_path):
+    """A pending job's starttime (Slurm's own estimate) is shown by show and scored by evaluate."""
+    import json
+
+    _, out = run(tmp_path, "predict", *(str(SET / f) for f in FILES))
+    predicted = tmp_path / "p.xml"
+    predicted.write_bytes(out)
+    shown = CliRunner().invoke(main, ["show", str(predicted)])
+    line = next(l for l in shown.output.splitlines() if l.startswith("1100_[2-5%2]"))
+    assert "BATCH_EST" in shown.output and line.split()[4:7] == ["06/03/25-11:00:00", "2h00m", "06/03/25-10:00:00"]
+    actual = tmp_path / "actual.xml"
+    actual.write_bytes(lml.build([("a", "job", {"step": "1100", "state": "Running", "queuedate": "2025-06-03 07:50:00",
+                                                "starttime": "2025-06-03 10:30:00", "endtime": "2025-06-03 12:30:00"}),
+                                  ("b", "job", {"step": "1300", "state": "Running", "queuedate": "2025-06-03 08:30:00",
+                                                "starttime": "2025-06-03 11:00:00", "endtime": "2025-06-03 12:00:00"})]))
+    result = CliRunner().invoke(main, ["evaluate", str(predicted), "--actual", str(actual), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert figures["errors"]["count"] == 2
+    assert figures["batch_estimate"]["count"] == 1 and figures["batch_estimate"]["mean"] == 1800
+    assert figures["jufo_same_jobs"]["count"] == 1 and figures["jufo_same_jobs"]["mean"] == -1800
+    text = CliRunner().invoke(main, ["evaluate", str(predicted), "--actual", str(actual)]).output
+    assert "the batch system's own estimate" in text
