@@ -75,6 +75,8 @@ def test_merged_is_the_same_as_one_combined_file(tmp_path):
     _, one = run(tmp_path, "predict", str(combined))
     _, five = run(tmp_path, "predict", *(str(SET / f) for f in FILES))
     assert predictions(one) == predictions(five)
+    stripped = b"\n".join(line for line in one.split(b"\n") if b'key="jufo_' not in line)
+    assert stripped == combined.read_bytes()  # the prediction only adds jufo_* lines
 
 
 def test_clashes_name_both_files(tmp_path):
