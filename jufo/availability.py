@@ -54,12 +54,16 @@ class Profile:
     [(0, 2), (4, 1), (6, 4), (9, 5)]
     >>> p.advance(5); p.segments()
     [(5, 1), (6, 4), (9, 5)]
+    >>> m = Profile(0, 5, Counts(), merge=True)
+    >>> m.subtract(0, 4, 2); m.subtract(4, 8, 2); m.segments()
+    [(0, 3), (8, 5)]
     """
 
-    def __init__(self, now: int, initial: Any, algebra: Algebra) -> None:
+    def __init__(self, now: int, initial: Any, algebra: Algebra, merge: bool = False) -> None:
         self.algebra = algebra
         self.times: list[int] = [now]
         self.values: list[Any] = [initial]
+        self.merge = merge  # drop breakpoints between equal values (cheap to compare: counts)
 
     def segments(self) -> list[tuple[int, Any]]:
         """``(start, value)`` of every segment.  O(segments)."""
@@ -87,8 +91,19 @@ class Profile:
         if end <= start:
             return
         first, last = self._split(start), self._split(end)
+        values = self.values
         for i in range(first, last):
-            self.values[i] = op(self.values[i], amount)
+            values[i] = op(values[i], amount)
+        if self.merge:  # only the edges can now equal their neighbours: scans see fewer segments
+            for i in (last, first):
+                if 0 < i < len(values) and values[i] == values[i - 1]:
+                    del self.times[i]
+                    del values[i]
+
+    def split(self, t: int) -> None:
+        """Make ``t`` a breakpoint (a merged profile may have dropped it).  O(segments)."""
+        if t > self.times[0]:
+            self._split(t)
 
     def advance(self, now: int) -> None:
         """Forget the time before ``now``.  O(segments dropped)."""

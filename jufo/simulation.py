@@ -451,11 +451,9 @@ class Backfilling(Simulation):
             if alloc.start <= now:
                 continue  # starts in this pass
             home = alloc.home
-            home.unplan(alloc)
-            found = home.earliest(job, self.policy.horizon, self.start_rule(job))
-            if found is None or found[0] >= alloc.start:
-                home.plan(alloc)  # keeps its slot
-                continue
+            found = home.earlier(job, alloc, self.policy.horizon, self.start_rule(job))
+            if found is None:
+                continue  # keeps its slot
             t, resources = found
             moved = Allocation(t, t + job.wall, resources, alloc.cores, job.queue, job.owner, job)
             home.plan(moved)

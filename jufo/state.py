@@ -151,6 +151,18 @@ class SystemState(ABC):
         ``allowed(t)`` gives the earliest time at or after ``t`` the job may start (None:
         never), and those times are tried too."""
 
+    def earlier(self, job: Job, alloc: Allocation, horizon: int | None = None,
+                allowed: Callable[[int], int | None] | None = None) -> tuple[int, Any] | None:
+        """A slot for ``job`` earlier than its reservation ``alloc`` (as ``earliest`` would
+        find with ``alloc`` dropped), with ``alloc`` then dropped; or None, ``alloc`` kept.
+        For compression, where most reservations cannot move. Here: drop, search, put back."""
+        self.unplan(alloc)
+        found = self.earliest(job, horizon, allowed)
+        if found is None or found[0] >= alloc.start:
+            self.plan(alloc)
+            return None
+        return found
+
     def _limited(self, job: Job, t: int) -> bool:
         return self.limits.active and self.queue_limit(job, t) is not None
 
@@ -477,7 +489,7 @@ class AttributeState(SystemState):
         super().__init__(machine, queues)
         self.capacity = machine.total_cores
         self.free = self.capacity
-        self.profile = Profile(0, self.capacity, Counts())  # free cores over time
+        self.profile = Profile(0, self.capacity, Counts(), merge=True)  # free cores over time
 
     def is_insertable(self, job: Job) -> int | None:
         """The smallest free count over ``[now, now+wall)``, read straight off the profile."""
@@ -498,6 +510,12 @@ class AttributeState(SystemState):
         With start windows, a direct scan per tried time: O(segments × window)."""
         if allowed is not None:
             return self._earliest_allowed(job, horizon, allowed)
+        if not self.limits.active:  # the plain scan; limits need a look at every tried time
+            t = self._first_fit(job.total_cores, max(job.wall, 1), FOREVER, 0, 0)
+            if t is None or (horizon is not None and t > horizon) or (
+                    self.deadline is not None and t + job.wall > self.deadline):
+                return None
+            return t, job.total_cores
         for t, free in self.profile.windows(self.now, job.wall, min):
             if horizon is not None and t > horizon:
                 return None
@@ -506,6 +524,52 @@ class AttributeState(SystemState):
             if job.total_cores <= free and not self._limited(job, t):
                 return t, job.total_cores
         return None
+
+    def earlier(self, job: Job, alloc: Allocation, horizon: int | None = None,
+                allowed: Callable[[int], int | None] | None = None) -> tuple[int, Any] | None:
+        """One scan of the free-cores profile up to the reservation's start, reading the
+        reservation's own cores as free, so nothing changes unless the job moves:
+        O(segments before ``alloc.start``) comparisons. Limits and start windows take the
+        general path."""
+        if allowed is not None or self.limits.active:
+            return super().earlier(job, alloc, horizon, allowed)
+        t = self._first_fit(job.total_cores, max(job.wall, 1), alloc.start, alloc.start, alloc.end)
+        if t is None or (horizon is not None and t > horizon) or (
+                self.deadline is not None and t + job.wall > self.deadline):
+            return None
+        self.unplan(alloc)
+        return t, job.total_cores
+
+    def _first_fit(self, need: int, span: int, before: int, own_start: int, own_end: int) -> int | None:
+        """The earliest ``t < before`` with at least ``need`` cores free throughout
+        ``[t, t+span)``, counting ``need`` more free during ``[own_start, own_end)`` (the
+        job's own reservation, made breakpoints first). A run of segments with enough
+        cores that lasts ``span`` starts at its first breakpoint.  O(segments scanned).
+
+        >>> from jufo.node import Machine, Node
+        >>> s = AttributeState(Machine([Node(0, "n", "n", 4, None)]), {})
+        >>> s.profile.subtract(0, 10, 3); s.profile.subtract(20, 30, 2)
+        >>> s._first_fit(3, 15, 100, 0, 0), s._first_fit(3, 15, 100, 20, 30), s._first_fit(3, 15, 25, 0, 0)
+        (30, 10, None)
+        """
+        if own_end > own_start:  # merging may have dropped them; the scan needs them
+            self.profile.split(own_start)
+            self.profile.split(own_end)
+        times, values = self.profile.times, self.profile.values
+        start = None
+        for i in range(len(times)):
+            t = times[i]
+            if start is not None and t >= start + span:
+                return start
+            if start is None and t >= before:
+                return None
+            free = values[i] + need if own_start <= t < own_end else values[i]
+            if free >= need:
+                if start is None:
+                    start = t
+            else:
+                start = None
+        return start
 
     def _earliest_allowed(self, job: Job, horizon: int | None,
                           allowed: Callable[[int], int | None]) -> tuple[int, int] | None:
@@ -541,12 +605,13 @@ class AttributeState(SystemState):
         Counts say nothing about where running jobs are, so none is shadowed."""
         sub = AttributeState(self.machine, self.queues)
         sub.capacity = sub.free = cores
-        sub.profile = Profile(0, cores, Counts())
+        sub.profile = Profile(0, cores, Counts(), merge=True)
         sub._confine(cores, start, end)
         return sub, []
 
     def insert(self, alloc: Allocation) -> None:
         super().insert(alloc)
+        self.profile.merge = not self.limits.active
         self.profile.subtract(self.now, alloc.end, alloc.resources)
 
     def finish(self, alloc: Allocation) -> None:
@@ -555,6 +620,9 @@ class AttributeState(SystemState):
 
     def plan(self, alloc: Allocation) -> None:
         super().plan(alloc)
+        # equal neighbours merge, except under limits: ``earliest`` then tries every
+        # allocation boundary, where a limit may clear although the free count does not change
+        self.profile.merge = not self.limits.active
         self.profile.subtract(alloc.start, alloc.end, alloc.resources)
 
     def unplan(self, alloc: Allocation) -> None:
