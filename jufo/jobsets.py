@@ -21,7 +21,8 @@ from itertools import groupby
 from .errors import Report
 from .job import Job
 
-MAX_TASKS = 1_000_000  # Slurm's MaxArraySize is at most 4,000,001; a million tasks is plenty
+MAX_TASKS = 100_000  # per array record (Slurm's default MaxArraySize is 1,001)
+MAX_ALL_TASKS = 1_000_000  # tasks expanded in one snapshot: beyond, records stay one job each
 _RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
 
 
@@ -62,6 +63,8 @@ def expand_arrays(jobs: list[Job], report: Report) -> tuple[list[Job], dict[str,
             continue
         try:
             tasks, cap = parse_tasks(job.task)
+            if len(out) + len(tasks) > MAX_ALL_TASKS:
+                raise ValueError(f"more than {MAX_ALL_TASKS:,} jobs and tasks in the snapshot")
         except ValueError as err:
             report.warn(job.label, "ArrayTaskId", job.task, f"{err}; read as one job")
             out.append(job)

@@ -237,6 +237,9 @@ def test_bad_array_task_list_is_one_job_with_a_warning(tmp_path):
     assert "ArrayTaskId='x-y'" in stderr
     with pytest.raises(ValueError):
         parse_tasks("1-99999999")
+    with pytest.raises(ValueError):
+        parse_tasks("1-10%0")
+    assert parse_tasks("[1-3]%1") == ([1, 2, 3], 1)
 
 
 def test_het_components_start_together(tmp_path):
