@@ -443,22 +443,42 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
     click.echo(evaluation.table(sections + [("predicted schedule", schedule)]))
 
 
+def _comma_list(value: str | None) -> set[str] | None:
+    return None if value is None else {part.strip() for part in value.split(",") if part.strip()}
+
+
 @main.command()
 @click.argument("predicted_paths", metavar="PREDICTED...", nargs=-1, required=True)
-@click.option("--user", default=None, help="Only this owner's jobs.")
-@click.option("--queue", default=None, help="Only this queue's jobs.")
+@click.option("-j", "--jobs", default=None, metavar="LIST", help="Only these jobs (comma list of job ids).")
+@click.option("-u", "--user", default=None, metavar="LIST", help="Only these users' jobs (comma list).")
+@click.option("-p", "--partition", "--queue", "partition", default=None, metavar="LIST",
+              help="Only these partitions (queues; comma list).")
+@click.option("-o", "--format", "fmt", default=None, metavar="FORMAT",
+              help="Columns in squeue's style, e.g. '%i %P %u %S %e %R' (also %b: the batch system's "
+                   "estimate, %r: the range, %w: the wait).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows and the summary as JSON.")
 @guarded
-def show(predicted_paths: tuple[str, ...], user: str | None, queue: str | None) -> None:
-    """Waiting jobs and their predicted starts, like squeue --start."""
+def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, partition: str | None,
+         fmt: str | None, as_json: bool) -> None:
+    """Waiting jobs and their predicted starts, like squeue --start (dates ISO 8601)."""
     from . import views
 
     paths = _check_inputs(predicted_paths)
     predicted_path = " + ".join(paths)
     doc = lml.read_all(paths)
+    selection = views.Selection(_comma_list(jobs), _comma_list(user), _comma_list(partition))
+    if fmt is not None:
+        try:
+            views.parse_format(fmt)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--format") from None
     try:
-        click.echo(views.show_table(doc, user, queue))
-    except ValueError:
-        raise InputError(predicted_path, "system_time", None, "missing; is this a jufo prediction?") from None
+        if as_json:
+            click.echo(json.dumps(views.show_json(doc, selection), sort_keys=True))
+        else:
+            click.echo(views.show_table(doc, selection, fmt))
+    except ValueError as err:
+        raise InputError(predicted_path, "jufo_starttime", None, f"{err}; run jufo predict first") from None
 
 
 @main.command()
@@ -470,8 +490,13 @@ def gantt(predicted_path: str, output: str, title: str | None) -> None:
     """Draw a predicted file: time across, nodes (or cores) down."""
     from . import gantt as chart
 
+    from .views import bars
+
     out.check_target(output)
     doc = lml.read(predicted_path)
+    if not any(bar.predicted for bar in bars(doc)):
+        raise InputError(predicted_path, "jufo_starttime", None,
+                         "no job has a prediction (jufo_starttime or jufo_reason); run jufo predict first")
     try:
         data = chart.render(doc, output, title or Path(predicted_path).name)
     except ValueError as err:

@@ -244,6 +244,42 @@ def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> lis
 _HOST = re.compile(r"([^\[\],]*)\[([^\]]+)\]([^\[\],]*)")
 
 
+_NUMBERED = re.compile(r"(.*?)(\d+)(\D+)")
+
+
+def compress_hostlist(names: list[str]) -> str:
+    """A Slurm hostlist for ``names``, runs of consecutive numbers joined, order kept by prefix.
+
+    >>> compress_hostlist(["jrc0002", "jrc0003", "jrc0004", "jrc0007", "login1"])
+    'jrc[0002-0004,0007],login1'
+    """
+    groups: dict[tuple[str, int, str], list[int]] = {}
+    plain: list[str] = []
+    for name in names:
+        stem = name.rstrip("0123456789")  # the common case, digits last: no regular expression
+        if len(stem) < len(name):
+            digits, suffix = name[len(stem):], ""
+        else:
+            m = _NUMBERED.fullmatch(name)
+            if m is None:
+                plain.append(name)
+                continue
+            stem, digits, suffix = m.groups()
+        groups.setdefault((stem, len(digits), suffix), []).append(int(digits))
+    parts = []
+    for (prefix, width, suffix), numbers in groups.items():
+        numbers = sorted(set(numbers))
+        runs: list[list[int]] = []
+        for n in numbers:
+            if runs and n == runs[-1][1] + 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        text = ",".join(f"{lo:0{width}d}" if lo == hi else f"{lo:0{width}d}-{hi:0{width}d}" for lo, hi in runs)
+        parts.append(f"{prefix}{text}{suffix}" if len(numbers) == 1 else f"{prefix}[{text}]{suffix}")
+    return ",".join(parts + plain)
+
+
 def expand_hostlist(text: str, limit: int = MAX_NODES) -> list[str]:
     """Names of a Slurm hostlist; ValueError if malformed or naming more than ``limit`` hosts
     (a list cannot name more nodes than the machine has: ``n[0-30000000]`` is refused unexpanded).

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from .dates import parse_date
+from .dates import format_date, parse_date
 from .lml import Document
+from .node import compress_hostlist
 from .ranges import parse_nested
 
 
@@ -28,6 +30,14 @@ class Bar:
     groups: list[tuple[int, int, list[tuple[int, int]] | None]]  # node lo, hi, core ranges (NodeState)
     cores: int  # cores held (AttributeState) or asked
     estimate: int | None = None  # a waiting job's starttime: the batch system's own forecast
+    jobname: str = ""
+    hosts: list[str] | None = None  # predicted nodes by name (``jufo_nodelist``)
+    low: int | None = None  # with a history: the range of the start
+    high: int | None = None
+    predicted: bool = False  # jufo wrote something for it (a start or a reason)
+
+
+_HOSTS = re.compile(r"\(([^,()]+),\d+\)")
 
 
 def _date(text: str | None) -> int | None:
@@ -54,15 +64,16 @@ def now_of(doc: Document) -> tuple[int, str]:
     raise ValueError("no system_time")
 
 
-def bars(doc: Document) -> list[Bar]:
-    """Every job of a predicted file, document order."""
+def bars(doc: Document, placement: bool = True) -> list[Bar]:
+    """Every job of a predicted file, document order; without ``placement`` the node and core
+    ranges (``jufo_ranges``, for the Gantt chart) are not read."""
     out = []
     for obj in doc.of_type("job"):
         d = obj.data
         running = d.get("state") == "Running"
         start = _date(d.get("dispatchdate") or d.get("starttime")) if running else _date(d.get("jufo_starttime"))
         groups: list[tuple[int, int, list[tuple[int, int]] | None]] = []
-        if d.get("jufo_ranges"):
+        if placement and d.get("jufo_ranges"):
             try:
                 groups = [(lo, hi, cores) for nodes, cores in parse_nested(d["jufo_ranges"]) for lo, hi in nodes]
             except ValueError:
@@ -73,10 +84,15 @@ def bars(doc: Document) -> list[Bar]:
         name = d.get("step") or obj.name or obj.id
         if d.get("jufo_array_tasks") and d.get("ArrayTaskId"):
             name = f"{d.get('ArrayJobId') or name}_[{d['ArrayTaskId']}]"  # as squeue shows a pending array
+        hosts = _HOSTS.findall(d["jufo_nodelist"]) if d.get("jufo_nodelist") else None
+        if not groups and hosts:
+            nodes = len(hosts)
         out.append(Bar(obj.id, name, d.get("owner", ""), d.get("queue", ""), nodes,
                        start, _date(d.get("jufo_endtime")), running, d.get("jufo_topdog") == "1",
                        d.get("jufo_backfilled") == "1", d.get("jufo_reason"), groups, cores,
-                       None if running else _date(d.get("starttime"))))
+                       None if running else _date(d.get("starttime")), d.get("name", ""), hosts,
+                       _date(d.get("jufo_starttime_lo")), _date(d.get("jufo_starttime_hi")),
+                       "jufo_starttime" in d or "jufo_reason" in d))
     return out
 
 
@@ -95,25 +111,125 @@ def duration(seconds: int) -> str:
     return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
-def show_table(doc: Document, user: str | None = None, queue: str | None = None) -> str:
-    """Waiting jobs like ``squeue --start``: sorted by predicted start, jobs without one last."""
-    from .dates import format_date
+ISO = "%Y-%m-%dT%H:%M:%S"
+# squeue's format letters, and jufo's own: %b the batch system's estimate, %r the range, %w the wait
+FIELDS: dict[str, str] = {
+    "i": "JOBID", "P": "PARTITION", "j": "NAME", "u": "USER", "t": "ST", "S": "START_TIME", "e": "END_TIME",
+    "D": "NODES", "Y": "SCHEDNODES", "R": "NODELIST(REASON)", "b": "BATCH_EST", "r": "RANGE", "w": "WAIT",
+}
+DEFAULT_FORMAT = "%i %P %j %u %t %S %e %D %Y %R"
 
-    now, fmt = now_of(doc)
-    rows = [b for b in bars(doc) if not b.running and (user is None or b.owner == user)
-            and (queue is None or b.queue == queue)]
+
+@dataclass
+class Selection:
+    """Which waiting jobs ``show`` lists: comma lists of job ids, users and partitions."""
+
+    jobs: set[str] | None = None
+    users: set[str] | None = None
+    partitions: set[str] | None = None
+
+    def keeps(self, bar: Bar) -> bool:
+        base = bar.name.split("_[")[0]
+        return ((self.jobs is None or bar.name in self.jobs or base in self.jobs or bar.id in self.jobs)
+                and (self.users is None or bar.owner in self.users)
+                and (self.partitions is None or bar.queue in self.partitions))
+
+
+def waiting_rows(doc: Document, selection: Selection | None = None) -> list[Bar]:
+    """Waiting jobs of a predicted file, sorted by predicted start, jobs without one last.
+    ValueError if no job in the file has a prediction."""
+    everything = bars(doc, placement=False)
+    if not any(b.predicted for b in everything):
+        raise ValueError("no job has a prediction (jufo_starttime or jufo_reason)")
+    rows = [b for b in everything if not b.running and (selection is None or selection.keeps(b))]
     rows.sort(key=lambda b: (b.start is None, b.start or 0, b.id))
-    estimates = any(b.estimate is not None for b in rows)  # the batch system's own, beside jufo's
-    header = ("JOBID", "OWNER", "QUEUE", "NODES", "START", "WAIT") + (("BATCH_EST",) if estimates else ()) + ("NOTE",)
-    table = [header]
-    for b in rows:
-        own = (format_date(b.estimate, fmt) if b.estimate is not None else "-",) if estimates else ()
-        if b.start is not None:
-            note = "top dog" if b.topdog else "backfilled" if b.backfilled else ""
-            table.append((b.name, b.owner, b.queue, str(b.nodes), format_date(b.start, fmt),
-                          duration(max(0, b.start - now))) + own + (note,))
-        else:
-            table.append((b.name, b.owner, b.queue, str(b.nodes), "-", "-") + own + (b.reason or "",))
-    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in table]
-    return "\n".join(line.rstrip() for line in lines)
+    return rows
+
+
+def _when(t: int | None) -> str:
+    return format_date(t, ISO) if t is not None else "N/A"
+
+
+def _schednodes(b: Bar) -> str:
+    """Predicted nodes as a hostlist, cut like squeue's fixed width but saying so (``--json``
+    has them all)."""
+    if not b.hosts:
+        return "(null)"
+    hosts = compress_hostlist(b.hosts[:64]) + ("..." if len(b.hosts) > 64 else "")
+    return hosts if len(hosts) <= 40 else hosts[:37] + "..."
+
+
+def _reason(b: Bar) -> str:
+    if b.start is None:
+        return f"({b.reason or 'None'})"
+    return "(TopDog)" if b.topdog else "(Backfilled)" if b.backfilled else "(Priority)"
+
+
+CELLS = {  # format letter -> the cell of a row (bar, now)
+    "i": lambda b, now: b.name, "P": lambda b, now: b.queue, "j": lambda b, now: b.jobname,
+    "u": lambda b, now: b.owner, "t": lambda b, now: "PD", "S": lambda b, now: _when(b.start),
+    "e": lambda b, now: _when(b.end) if b.start is not None else "N/A", "D": lambda b, now: str(b.nodes),
+    "Y": lambda b, now: _schednodes(b), "R": lambda b, now: _reason(b), "b": lambda b, now: _when(b.estimate),
+    "r": lambda b, now: f"{_when(b.low)}..{_when(b.high)}" if b.low is not None and b.high is not None else "N/A",
+    "w": lambda b, now: duration(max(0, b.start - now)) if b.start is not None else "N/A",
+}
+
+
+def parse_format(text: str) -> list[str]:
+    """The field letters of an squeue-style format (``%i %P %.10j``: widths are ignored).
+
+    >>> parse_format("%i %.9P %S")
+    ['i', 'P', 'S']
+    """
+    letters = re.findall(r"%[.\-]?\d*([A-Za-z])", text)
+    if not letters:
+        raise ValueError(f"{text!r} names no field (squeue style: {DEFAULT_FORMAT})")
+    for letter in letters:
+        if letter not in FIELDS:
+            raise ValueError(f"%{letter} is not a field (known: {', '.join('%' + k for k in FIELDS)})")
+    return letters
+
+
+def show_table(doc: Document, selection: Selection | None = None, fmt: str | None = None) -> str:
+    """Waiting jobs like ``squeue --start``, ISO dates, and a summary line. Without ``fmt``,
+    the batch system's estimate and the range are added where the file has them."""
+    now, _ = now_of(doc)
+    rows = waiting_rows(doc, selection)
+    if fmt is None:
+        letters = parse_format(DEFAULT_FORMAT)
+        if any(b.estimate is not None for b in rows):
+            letters.insert(letters.index("R"), "b")
+        if any(b.low is not None for b in rows):
+            letters.insert(letters.index("R"), "r")
+    else:
+        letters = parse_format(fmt)
+    table = [[FIELDS[x] for x in letters]] + [[CELLS[x](b, now) for x in letters] for b in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(letters) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in table]
+    return "\n".join(lines + [summary_line(rows)])
+
+
+def summary_line(rows: list[Bar]) -> str:
+    """``7 waiting: 5 predicted, 1 cannot start; latest start 2025-06-03T18:00:00``."""
+    started = [b.start for b in rows if b.start is not None]
+    latest = f"; latest start {format_date(max(started), ISO)}" if started else ""
+    return f"{len(rows)} waiting: {len(started)} predicted, {len(rows) - len(started)} cannot start{latest}"
+
+
+def show_json(doc: Document, selection: Selection | None = None) -> dict:
+    """The rows of ``show`` for scripts: ISO dates, null where there is none."""
+    now, _ = now_of(doc)
+    rows = waiting_rows(doc, selection)
+
+    def iso(t: int | None) -> str | None:
+        return format_date(t, ISO) if t is not None else None
+
+    jobs = [{"job": b.name, "id": b.id, "partition": b.queue, "name": b.jobname, "user": b.owner,
+             "start": iso(b.start), "end": iso(b.end) if b.start is not None else None, "nodes": b.nodes,
+             "schednodes": compress_hostlist(b.hosts) if b.hosts else None, "reason": b.reason,
+             "topdog": b.topdog, "backfilled": b.backfilled, "batch_estimate": iso(b.estimate),
+             "range": [iso(b.low), iso(b.high)] if b.low is not None else None} for b in rows]
+    started = [b.start for b in rows if b.start is not None]
+    return {"now": iso(now), "waiting": len(rows), "predicted": len(started),
+            "cannot_start": len(rows) - len(started), "latest_start": iso(max(started)) if started else None,
+            "jobs": jobs}

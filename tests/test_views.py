@@ -1,5 +1,8 @@
 """jufo show and jufo gantt on predicted files."""
 
+import json
+import re
+
 import pytest
 from click.testing import CliRunner
 from lxml import etree
@@ -20,21 +23,49 @@ def test_show_sorted_by_predicted_start(predicted):
     result = CliRunner().invoke(main, ["show", str(predicted)])
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["JOBID", "OWNER", "QUEUE", "NODES", "START", "WAIT", "NOTE"]
-    assert [line.split()[0] for line in lines[1:]] == ["j4", "j5", "j1", "j6"]
-    assert lines[1].split()[-1] == "backfilled" and lines[2].split()[-2:] == ["top", "dog"]
-    assert lines[3].split()[5] == "6s"
+    assert lines[0].split() == ["JOBID", "PARTITION", "NAME", "USER", "ST", "START_TIME", "END_TIME", "NODES",
+                                "SCHEDNODES", "NODELIST(REASON)"]
+    assert [line.split()[0] for line in lines[1:-1]] == ["j4", "j5", "j1", "j6"]
+    assert lines[1].split()[-1] == "(Backfilled)" and lines[2].split()[-1] == "(TopDog)"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", lines[1].split()[5])  # ISO, whatever the input's format
+    assert lines[-1].startswith("4 waiting: 4 predicted, 0 cannot start; latest start ")
 
 
 def test_show_filters_and_reasons(tmp_path):
     src, out = tmp_path / "in.xml", tmp_path / "out.xml"
-    src.write_bytes(snapshot({"a": waiting(1, 10, owner="ann"), "b": waiting(9, 10, owner="bob")}))
+    src.write_bytes(snapshot({"a": waiting(1, 10, owner="ann"), "b": waiting(9, 10, owner="bob"),
+                              "c": waiting(1, 10, owner="cy", queue="small")}))
     CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
     text = CliRunner().invoke(main, ["show", str(out)]).stdout
-    assert text.splitlines()[-1].startswith("b ") and "ExceedsSystem" in text
-    only_ann = CliRunner().invoke(main, ["show", str(out), "--user", "ann"]).stdout
-    assert len(only_ann.splitlines()) == 2
-    assert len(CliRunner().invoke(main, ["show", str(out), "--queue", "none"]).stdout.splitlines()) == 1
+    assert text.splitlines()[-2].startswith("b ") and "(ExceedsSystem" in text
+    assert "1 cannot start" in text.splitlines()[-1]
+    only_ann = CliRunner().invoke(main, ["show", str(out), "--user", "ann,cy"]).stdout
+    assert [l.split()[0] for l in only_ann.splitlines()[1:-1]] == ["a", "c"]
+    assert CliRunner().invoke(main, ["show", str(out), "-p", "small"]).stdout.splitlines()[1].startswith("c ")
+    assert CliRunner().invoke(main, ["show", str(out), "-j", "a,b"]).stdout.splitlines()[-1].startswith("2 waiting")
+    assert len(CliRunner().invoke(main, ["show", str(out), "--queue", "none"]).stdout.splitlines()) == 2
+    custom = CliRunner().invoke(main, ["show", str(out), "--format", "%.10i %u %S %w"]).stdout.splitlines()
+    assert custom[0].split() == ["JOBID", "USER", "START_TIME", "WAIT"]
+    bad = CliRunner().invoke(main, ["show", str(out), "--format", "%i %Q"])
+    assert bad.exit_code == 2 and "%Q is not a field" in bad.stderr
+
+
+def test_show_json(predicted):
+    result = CliRunner().invoke(main, ["show", str(predicted), "--json"])
+    data = json.loads(result.stdout)
+    assert data["waiting"] == 4 and data["predicted"] == 4 and data["cannot_start"] == 0
+    assert [j["job"] for j in data["jobs"]] == ["j4", "j5", "j1", "j6"]
+    assert data["jobs"][1]["topdog"] is True and data["jobs"][0]["backfilled"] is True
+    assert data["latest_start"] == data["jobs"][-1]["start"]
+
+
+@pytest.mark.parametrize("command", [["show"], ["gantt", "-o", "{tmp}/g.svg"], ["evaluate", "--actual", "{src}"]])
+def test_views_of_a_file_without_predictions_say_so(tmp_path, command):
+    src = SAMPLES / "slurm-adapter.xml"
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{src}", str(src)) for a in command]
+    result = CliRunner().invoke(main, [args[0], str(src), *args[1:]])
+    assert result.exit_code == 2 and "run jufo predict first" in result.stderr, result.stderr
+    assert not (tmp_path / "g.svg").exists()
 
 
 def test_gantt_svg(predicted, tmp_path):
