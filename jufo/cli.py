@@ -129,6 +129,14 @@ def _write(doc: lml.Document, forecast, output: str) -> None:
     out.write(output, lml.serialize(doc))
 
 
+JSON_SCHEMA = "jufo.v1"  # the version of schemas/jufo-json.schema.json every --json output follows
+
+
+def json_text(command: str, payload: dict) -> str:
+    """One command's JSON: the schema version and the command first, keys sorted."""
+    return json.dumps({"schema": JSON_SCHEMA, "command": command, **payload}, sort_keys=True, default=list)
+
+
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     settings: dict[str, str] = {}
     for pair in pairs:
@@ -192,12 +200,15 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
               help=f"Give up after SECONDS: no output, exit {EXIT_TIMEOUT}.")
 @click.option("--metrics", "metrics_path", default=None, metavar="FILE",
               help="After a successful run, write a Prometheus node_exporter textfile here.")
+@click.option("--json", "as_json", is_flag=True, help="Also print a summary and every job's prediction as JSON "
+              "on standard output (needs -o FILE).")
+@click.option("--json-out", "json_path", default=None, metavar="FILE", help="Write that JSON to FILE instead.")
 @click.option("-v", "--verbose", is_flag=True, help="Print a short summary on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
 def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
-            coverage: float, keep_days: int, timeout: float | None, metrics_path: str | None, verbose: bool,
-            quiet: bool) -> None:
+            coverage: float, keep_days: int, timeout: float | None, metrics_path: str | None, as_json: bool,
+            json_path: str | None, verbose: bool, quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
     Several INPUT files (LLview 2 writes jobs, nodes, sysinfo, reservations, classes apart)
     are merged into one output as LML_da's combine step would.
@@ -212,6 +223,11 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
         raise click.BadParameter("the output would overwrite the input file; jufo never modifies its input",
                                  param_hint="-o")
     out.check_target(output)
+    if as_json and output == "-" and json_path is None:
+        raise click.BadParameter("--json prints to standard output, where the LML goes: give -o FILE, "
+                                 "or --json-out FILE", param_hint="--json")
+    if json_path:
+        out.check_target(json_path, "--json-out")
     if metrics_path:
         out.check_target(metrics_path, "--metrics")
     settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
@@ -223,6 +239,12 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
         forecast = _forecast(doc, report, settings)
         _write(doc, forecast, output)
     signals.time_limit(None)
+    if as_json or json_path:
+        text = json_text("predict", prediction_json(doc, forecast))
+        if json_path:
+            out.write(json_path, (text + "\n").encode())
+        else:
+            click.echo(text)
     if metrics_path:
         from . import metrics
 
@@ -238,6 +260,22 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
             f"{time.perf_counter() - began:.3f} s",
             err=True,
         )
+
+
+def prediction_json(doc: lml.Document, forecast) -> dict:
+    """``predict --json``: the system time, the settings, a summary, and every job as written."""
+    from . import views
+    from .dates import format_date
+
+    records = views.job_records(doc)
+    waiting = [r for r in records if not r["running"]]
+    starts = sorted(r["starttime"] for r in waiting if "starttime" in r)
+    config = forecast.config
+    return {"system_time": format_date(forecast.snapshot.epoch, views.ISO), "settings": dict(config.settings),
+            "summary": {"jobs": len(records), "running": len(records) - len(waiting), "waiting": len(waiting),
+                        "predicted": len(starts), "cannot_start": len(waiting) - len(starts),
+                        "latest_start": starts[-1] if starts else None},
+            "jobs": records}
 
 
 def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str, str], output: str,
@@ -284,8 +322,9 @@ def schema_path() -> Path:
 
 @main.command()
 @_inputs
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @guarded
-def validate(input_paths: tuple[str, ...]) -> None:
+def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
     """Check INPUT (several files: merged first) against jufo's raw-LML schema and the
     scheduling rules; list every problem."""
     import xmlschema
@@ -317,6 +356,13 @@ def validate(input_paths: tuple[str, ...]) -> None:
             reason = None if job.running or job.reason else state.exceeds(job)
             if reason:
                 problems.append(f"job {job.id}: {reason}")
+    if as_json:
+        click.echo(json_text("validate", {"input": paths, "valid": not problems, "objects": len(doc.objects),
+                                          "jobs": len(doc.of_type("job")), "problems": problems,
+                                          "warnings": list(report.warnings)}))
+        if problems:
+            sys.exit(EXIT_BAD_INPUT)
+        return
     for warning in report.warnings:
         click.echo(f"warning: {warning}")
     for problem in problems:
@@ -393,8 +439,8 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, override
     stats = evaluation.schedule_stats(evaluation.records_of_forecast(forecast), forecast.snapshot.machine.total_cores)
     unstarted = sum(1 for j in forecast.jobs if j.start is None and not j.running)
     if as_json:
-        click.echo(json.dumps({"trace": trace_path, **counts, "not_started": unstarted, **stats,
-                               "seconds": round(time.perf_counter() - began, 3)}, sort_keys=True))
+        click.echo(json_text("replay", {"trace": trace_path, **counts, "not_started": unstarted, **stats,
+                                        "seconds": round(time.perf_counter() - began, 3)}))
         return
     if not quiet:
         click.echo(_conversion_summary(counts), err=True)
@@ -434,7 +480,7 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
         compared = {"batch_estimate": evaluation.prediction_errors(estimates, actual),
                     "jufo_same_jobs": evaluation.prediction_errors(same, actual)}
     if as_json:
-        click.echo(json.dumps({"errors": errors, "schedule": schedule, **compared}, sort_keys=True))
+        click.echo(json_text("evaluate", {"errors": errors, "schedule": schedule, **compared}))
         return
     sections = [("prediction error (actual - predicted start)", errors)]
     if compared:
@@ -474,7 +520,7 @@ def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, p
             raise click.BadParameter(str(err), param_hint="--format") from None
     try:
         if as_json:
-            click.echo(json.dumps(views.show_json(doc, selection), sort_keys=True))
+            click.echo(json_text("show", views.show_json(doc, selection)))
         else:
             click.echo(views.show_table(doc, selection, fmt))
     except ValueError as err:
@@ -602,7 +648,7 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
     with History.open(history_path, create=False) as store:
         info = outlook.taught(store, coverage)
     if as_json:
-        click.echo(json.dumps(info, sort_keys=True, default=list))
+        click.echo(json_text("history show", info))
     else:
         click.echo(outlook.taught_text(info))
 
@@ -650,8 +696,8 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     if bar:
         bar.done()
     if as_json:
-        click.echo(json.dumps({"trace": trace_path, "every": every, "coverage": coverage, **asdict(summary),
-                               "seconds": round(time.perf_counter() - began, 3)}, sort_keys=True))
+        click.echo(json_text("backtest", {"trace": trace_path, "every": every, "coverage": coverage,
+                                          **asdict(summary), "seconds": round(time.perf_counter() - began, 3)}))
         return
     click.echo(bt.table(summary, f"{Path(trace_path).name}: a snapshot every {every:,} s, {coverage:.0%} ranges"))
 

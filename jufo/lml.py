@@ -266,7 +266,8 @@ def _append_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
 
 
 def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> None:
-    """Replace every object's earlier ``jufo_*`` data with ``results[oid]`` (keys in given order).
+    """Replace every object's earlier ``jufo_*`` data with ``results[oid]`` (keys in given order),
+    in the tree and in the objects' data.
 
     Earlier results are dropped for every job, so predicting an output file again gives the
     same file. New data elements copy the tag and indentation of their siblings.
@@ -278,7 +279,13 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
                 if _local(data) == "data" and (data.get("key") or "").startswith(RESULT_PREFIX):
                     _remove_keeping_layout(info, data)
     information = None
+    by_id = {obj.id: obj for obj in doc.objects}  # the objects' data mirror the tree
+    for obj in doc.objects:
+        if any(key.startswith(RESULT_PREFIX) for key in obj.data):
+            obj.data = {k: v for k, v in obj.data.items() if not k.startswith(RESULT_PREFIX)}
     for oid, pairs in results.items():
+        if oid in by_id:
+            by_id[oid].data.update(pairs)
         if not pairs:
             continue
         info_list = doc.infos.get(oid)

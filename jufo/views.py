@@ -233,3 +233,32 @@ def show_json(doc: Document, selection: Selection | None = None) -> dict:
     return {"now": iso(now), "waiting": len(rows), "predicted": len(started),
             "cannot_start": len(rows) - len(started), "latest_start": iso(max(started)) if started else None,
             "jobs": jobs}
+
+
+DATE_KEYS = {"jufo_starttime", "jufo_endtime", "jufo_starttime_lo", "jufo_starttime_hi", "jufo_starttime_wall"}
+
+
+def job_records(doc: Document) -> list[dict]:
+    """Every job of a predicted file for scripts: who, where, state, and jufo's data without
+    the ``jufo_`` prefix, dates in ISO 8601 (``predict --json``)."""
+    out = []
+    for obj in doc.of_type("job"):
+        d = obj.data
+        record: dict = {"id": obj.id, "job": d.get("step") or obj.name or obj.id, "user": d.get("owner", ""),
+                        "partition": d.get("queue", ""), "running": d.get("state") == "Running"}
+        for key, value in d.items():
+            if key.startswith("jufo_"):
+                name = key[5:]
+                if key in DATE_KEYS:
+                    record[name] = _when(_date(value)) if _date(value) is not None else value
+                elif name in ("topdog", "backfilled"):
+                    record[name] = value == "1"
+                elif name == "array_starts":  # TASKS=DATE;... with ISO dates
+                    record[name] = ";".join(f"{tasks}={_when(_date(when)) if _date(when) is not None else when}"
+                                            for tasks, _, when in (run.partition("=") for run in value.split(";")))
+                elif name in ("array_tasks", "runtime"):
+                    record[name] = _int(value)
+                else:
+                    record[name] = value
+        out.append(record)
+    return out
