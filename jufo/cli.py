@@ -411,13 +411,15 @@ def _conversion_summary(counts: dict[str, int]) -> str:
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: MaxProcs / cores).")
 @click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
 @click.option("--exact", is_flag=True, help="Plan with the real run times instead of the requested ones.")
+@click.option("--config", "preset", default=None, metavar="FILE",
+              help="A scheduler preset (as for predict), e.g. ljsf-bf; --set wins over it.")
 @_settings_option
 @click.option("-o", "--output", default=None, help="Also write the predicted LML here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings and counts.")
 @guarded
-def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, overrides: tuple[str, ...],
-           output: str | None, as_json: bool, quiet: bool) -> None:
+def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: str | None,
+           overrides: tuple[str, ...], output: str | None, as_json: bool, quiet: bool) -> None:
     """Simulate a whole SWF trace from its first submit (real run times, future queue dates)
     and print the schedule's statistics: the one-command trace simulator.
 
@@ -428,7 +430,8 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, override
     began = time.perf_counter()
     if output:
         out.check_target(output)
-    settings = {"system_state": "AttributeState", **parse_overrides(overrides)}
+    settings = {"system_state": "AttributeState", **(load_preset(preset) if preset else {}),
+                **parse_overrides(overrides)}
     trace = swf.read(trace_path)
     objects, counts = swf.snapshot_objects(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
     # the predicted file is only written on request; otherwise skip the XML round trip

@@ -148,10 +148,32 @@ def test_missing_preset(tmp_path):
     assert result.exit_code == 2 and "--config='nope'" in result.stderr
 
 
-@pytest.mark.parametrize("preset", ["default", "fcfs", "conservative", "juropa-moab", "jugene-loadleveler",
-                                    "slurm-multifactor"])
+PRESETS = sorted(p.stem for p in (SAMPLES.parent / "configs").glob("*.xml"))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
 def test_presets_run(tmp_path, preset):
     predict(tmp_path, (SAMPLES / "slurm-adapter.xml").read_bytes(), "--config", preset)
+
+
+# Mallmann's strategies on one machine of 4 cores: which of three waiting jobs goes first
+STRATEGY_FIRST = {"fcfs": "old", "sptf": "short", "lptf": "long", "sjsf": "small", "ljsf": "big",
+                  "scdf": "short", "lcdf": "long"}
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGY_FIRST))
+def test_strategy_presets_order(tmp_path, strategy):
+    """old: 2 cores x 500 s (queued first); short: 2 x 10; long: 2 x 5000; small: 1 x 100; big: 4 x 400.
+    Nothing is free until 100 s; whichever job the strategy ranks first starts then."""
+    jobs = {"run": running(4, 100),
+            "old": waiting(2, 500, queued="01/10/12-10:00:00", totalcores=2), "short": waiting(2, 10, totalcores=2),
+            "long": waiting(2, 5000, totalcores=2), "small": waiting(1, 100, totalcores=1),
+            "big": waiting(4, 400, totalcores=4)}
+    for name in (strategy, f"{strategy}-bf"):
+        out, _ = predict(tmp_path, snapshot(jobs), "--config", name)
+        starts = {j: v.get("jufo_starttime") for j, v in predictions(out).items() if j in jobs and j != "run"}
+        first = min((v, j) for j, v in starts.items() if v)[0]
+        assert starts[STRATEGY_FIRST[strategy]] == first == "01/10/12-12:01:40", (name, starts)
 
 
 def test_dependencies_wait_for_the_simulated_jobs(tmp_path):
