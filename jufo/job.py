@@ -100,8 +100,15 @@ class Job:
 
     @property
     def key(self) -> str:
-        """How the batch system names the job (``step``), else its object id: what matches a
-        job across snapshots, accounting and traces."""
+        """How the batch system names the job, as its accounting does: what matches a job
+        across snapshots, accounting and traces. An array task is ``array_task`` and a het job
+        component ``het+offset`` (sacct's names; scontrol gives each its own JobId), else
+        ``step``, else the object id."""
+        if self.array is not None and self.task is not None and self.task.isdigit():
+            return f"{self.array}_{self.task}"
+        offset = self.data.get("HetJobOffset", "").strip()
+        if self.het is not None and offset.isdigit():
+            return f"{self.het}+{offset}"
         return self.data.get("step") or self.id
 
     def fresh(self) -> Job:

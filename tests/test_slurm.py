@@ -337,3 +337,14 @@ def test_batch_estimate_beside_the_prediction(tmp_path):
     assert figures["jufo_same_jobs"]["count"] == 1 and figures["jufo_same_jobs"]["mean"] == -1800
     text = CliRunner().invoke(main, ["evaluate", str(predicted), "--actual", str(actual)]).output
     assert "the batch system's own estimate" in text
+
+
+def test_keys_match_sacct_names():
+    """A running array task (scontrol: its own JobId) and a pending one expanded from the array
+    record share sacct's name; het components are het+offset: so the history can follow them."""
+    from jufo.errors import Report
+    from jufo.forecast import read_snapshot
+
+    doc = lml.read_all([str(SET / f) for f in FILES])
+    keys = {job.key for job in read_snapshot(doc, Report(quiet=True)).jobs}
+    assert {"1100_1", "1100_2", "1100_5", "1200+0", "1200+1", "1001", "1300"} <= keys
