@@ -182,7 +182,7 @@ class JobReader:
         reason = d.get("reason", "").strip()
         meaning = classify(reason)
         if meaning is Meaning.HELD or d.get("detailedstatus", "").strip() in HELD_STATUSES:
-            why = f"reason {reason!r}" if reason else f"detailedstatus {d['detailedstatus'].strip()!r}"
+            why = f"reason {reason!r}" if meaning is Meaning.HELD else f"detailedstatus {d['detailedstatus'].strip()!r}"
             job.reason = f"Held: {why}; no start is predicted until it is released or changed"
             return True
         if meaning is Meaning.NOT_BEFORE:

@@ -164,6 +164,7 @@ def test_held_reasons_and_detailedstatus(tmp_path):
         "d": waiting(1, 10, state="Pending", reason="Priority"),
     })
     assert all(jobs[j]["jufo_reason"].startswith("Held") for j in "abc")
+    assert "detailedstatus 'SYSTEM_ON_HOLD'" in jobs["b"]["jufo_reason"]
     assert jobs["d"]["jufo_starttime"] == T0
 
 
