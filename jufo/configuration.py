@@ -26,7 +26,9 @@ DEFAULTS: dict[str, str] = {
     "maxnumjobs": "unlimited",
     "node_sharing": "yes",
     "horizon": "unlimited",
+    "backfill_order": "priority",
 }
+BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit")
 STATES = ("NodeState", "AttributeState")
 _YES = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
 _UNLIMITED = {"", "unlimited", "none", "inf", "-1"}
@@ -100,6 +102,9 @@ class Configuration:
         maxnumjobs = _count(merged, "maxnumjobs", label, report, unlimited_ok=True)
         sharing = _flag(merged, "node_sharing", label, report)
         horizon = _count(merged, "horizon", label, report, unlimited_ok=True)
+        order = _choice(merged["backfill_order"], BACKFILL_ORDERS)
+        if order is None:
+            report.error(label, "backfill_order", merged["backfill_order"], f"must be {', '.join(BACKFILL_ORDERS)}")
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -107,6 +112,7 @@ class Configuration:
             topdogs_per_queue=bool(per_queue),
             maxnumjobs=maxnumjobs,
             horizon=horizon,
+            backfill_order="priority" if order == "firstfit" else str(order),
         )
         return cls(algorithm, state, formula, policy, bool(sharing), merged)  # type: ignore[arg-type]
 

@@ -34,6 +34,7 @@ class Policy:
     topdogs_per_queue: bool = False
     maxnumjobs: int | None = None
     horizon: int | None = None
+    backfill_order: str = "priority"  # which backfill candidates go first: priority, shortest, bestfit
 
 
 class Simulation(ABC):
@@ -399,6 +400,9 @@ class Backfilling(Simulation):
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
         if self.ended_early:
             self._compress(now)
+        if self.policy.backfill_order != "priority":
+            self._candidates_in_order(now)
+            return
         if self.recheck:
             fresh, self.recheck = None, False
         flag = False
@@ -412,11 +416,8 @@ class Backfilling(Simulation):
             alloc = self.reserved.get(job)
             if alloc is not None:
                 if alloc.start <= now:
-                    alloc.home.unplan(alloc)
-                    del self.reserved[job]
-                    self.held[self.group(job)] -= 1
                     self.recheck |= self.group(job) in refused
-                    self.start_job(job, now, alloc.resources, backfilled=self.passed_over(job, flag))
+                    self._start_reserved(job, alloc, now, self.passed_over(job, flag))
                     if isinstance(walk, Walk):
                         walk.reopen()  # a reservation slot is free again
                 else:
@@ -434,6 +435,54 @@ class Backfilling(Simulation):
                 self._reserve(job, now)
             else:
                 refused.add(self.group(job))
+
+    def _start_reserved(self, job: Job, alloc: Allocation, now: int, backfilled: bool) -> None:
+        """A top dog's reservation begins: it starts on the reserved resources."""
+        alloc.home.unplan(alloc)
+        del self.reserved[job]
+        self.held[self.group(job)] -= 1
+        self.start_job(job, now, alloc.resources, backfilled=backfilled)
+
+    def _candidates_in_order(self, now: int) -> None:
+        """A pass with another backfill order (``backfill_order``): in priority order, jobs start
+        at their reservation, the head starts while it fits, and jobs that fit nowhere now take
+        a reservation while the top-dog limit allows (as in the usual pass). The others are the
+        backfill candidates, tried after that: the shortest wall first (``shortest``: SJBF), or
+        the most cores first (``bestfit``: each start leaves the fewest cores idle, as Moab's
+        BESTFIT). Every job is looked at in every pass: O(jobs log jobs)."""
+        self.recheck = False
+        self.failed = Failures()
+        passed = False
+        candidates: list[Job] = []
+        for job in self.waiting.ordered(now):
+            alloc = self.reserved.get(job)
+            if alloc is not None:
+                if alloc.start <= now:
+                    self._start_reserved(job, alloc, now, passed)
+                else:
+                    passed = True
+                continue
+            if self.state.user_capped(job, now):
+                passed = True
+                continue
+            if not passed or self.held[self.group(job)] < self.policy.maxtopdogs:
+                resources = self.fit_now(job)
+                if resources is not None:
+                    self.start_job(job, now, resources, backfilled=passed)
+                    continue
+                passed = True
+                if self.held[self.group(job)] < self.policy.maxtopdogs:
+                    self._reserve(job, now)
+                    continue
+            candidates.append(job)
+        if self.policy.backfill_order == "shortest":
+            candidates.sort(key=lambda j: (j.wall, self.sorter.key(j, now)))
+        else:  # bestfit: the largest that fits first; what did not fit cannot fit later in the pass
+            candidates.sort(key=lambda j: (-self.state.request_cores(j), self.sorter.key(j, now)))
+        for job in candidates:
+            resources = self.fit_now(job)
+            if resources is not None:
+                self.start_job(job, now, resources, backfilled=True)
 
     def saturated(self, group: Any) -> bool:
         return self.held[group] >= self.policy.maxtopdogs

@@ -43,6 +43,7 @@ class Reference:
         top = settings.get("maxtopdogs", "1")
         self.maxtopdogs = math.inf if top == "all" else int(top)
         self.per_queue = settings.get("topdogs_per_queue", "no") == "yes"
+        self.order = settings.get("backfill_order", "priority")
         self.allocs: list[Alloc] = []
 
     # -- what is used when ------------------------------------------------------------------
@@ -191,15 +192,12 @@ class Reference:
             real = t in events
 
     def pass_at(self, t: int, present: list[Job], out: dict, reserved: dict) -> None:
+        if self.algorithm == "Backfilling" and self.order not in ("priority", "firstfit"):
+            return self.ordered_pass(t, present, out, reserved)
         passed_over = False
         for job in present:
-            alloc = reserved.get(job)
-            if alloc is not None:
-                if alloc.start <= t:
-                    del reserved[job]
-                    out[job.id] = (t, alloc.cores if not self.attribute else len(alloc.cores), True, passed_over)
-                else:
-                    passed_over = True
+            if job in reserved:
+                passed_over |= not self.take_due(job, t, out, reserved, passed_over)
                 continue
             found = self.fit(job, t)
             if found is not None:
@@ -222,3 +220,58 @@ class Reference:
                         if job.wall == 0:  # holds nothing, but keeps its slot
                             reserved[job] = Alloc(found[0], found[0], found[1] if not self.attribute else
                                                   frozenset((-1, i) for i in range(found[1])), job=job)
+
+    def held(self, job: Job, reserved: dict) -> int:
+        group = job.queue if self.per_queue else None
+        return sum(1 for j in reserved if (j.queue if self.per_queue else None) == group)
+
+    def reserve(self, job: Job, t: int, reserved: dict) -> None:
+        found = self.earliest(job, t)
+        if found is not None:
+            reserved[job] = self.hold(job, found[0], found[1])
+            if job.wall == 0:
+                reserved[job] = Alloc(found[0], found[0], found[1] if not self.attribute else
+                                      frozenset((-1, i) for i in range(found[1])), job=job)
+
+    def ordered_pass(self, t: int, present: list[Job], out: dict, reserved: dict) -> None:
+        """backfill_order shortest/bestfit, written out plainly: reservations and the head in
+        priority order, then every other job that fits, in the backfill order."""
+        passed_over = False
+        candidates = []
+        for job in present:
+            if job in reserved:
+                passed_over |= not self.take_due(job, t, out, reserved, passed_over)
+                continue
+            if self.user_caps is not None and self.capped(job, t):
+                passed_over = True
+                continue
+            if not passed_over or self.held(job, reserved) < self.maxtopdogs:
+                found = self.fit(job, t)
+                if found is not None:
+                    self.hold(job, t, found)
+                    out[job.id] = (t, found, False, passed_over)
+                    continue
+                passed_over = True
+                if self.held(job, reserved) < self.maxtopdogs:
+                    self.reserve(job, t, reserved)
+                    continue
+            candidates.append(job)
+        rank = {job: i for i, job in enumerate(present)}
+        if self.order == "shortest":
+            candidates.sort(key=lambda j: (j.wall, rank[j]))
+        else:
+            candidates.sort(key=lambda j: (-self.asked(j) if not self.attribute else -j.total_cores, rank[j]))
+        for job in candidates:
+            found = self.fit(job, t)
+            if found is not None:
+                self.hold(job, t, found)
+                out[job.id] = (t, found, False, True)
+
+    def take_due(self, job: Job, t: int, out: dict, reserved: dict, passed_over: bool) -> bool:
+        """Start ``job`` if its reservation begins at ``t``; False if it still waits."""
+        alloc = reserved[job]
+        if alloc.start > t:
+            return False
+        del reserved[job]
+        out[job.id] = (t, alloc.cores if not self.attribute else len(alloc.cores), True, passed_over)
+        return True

@@ -26,6 +26,10 @@ CONFIGS = [
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1"},
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"},
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "2", "topdogs_per_queue": "yes"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1", "backfill_order": "shortest"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1", "backfill_order": "bestfit"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "2", "topdogs_per_queue": "yes",
+     "backfill_order": "shortest"},
 ]
 
 
