@@ -12,7 +12,6 @@ while the scheduler keeps planning with ``wall``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from .dates import parse_date, parse_seconds
 from .errors import Report
 from .lml import LmlObject
-from .node import parse_memory
+from .node import name_pairs, parse_memory
 from .slurm import Meaning, classify, state_of
 from .values import MAX_COUNT, whole
 
@@ -226,11 +225,11 @@ class JobReader:
         if nodelist in ("", "-") or gpus in ("", "-") or not self.nodes:
             return "" if nodelist == "-" else nodelist
         suffix = []
-        for name, pos in re.findall(r"\(?([^,()]+),(\d+)\)?", gpus):
+        for name, pos in name_pairs(gpus):
             node = name.removesuffix("-gpu")
             if node not in self.nodes:
                 return nodelist
-            suffix.append(f"({node},{self.nodes[node].ncores + int(pos)})")
+            suffix.append(f"({node},{self.nodes[node].ncores + pos})")
         appended = "".join(suffix)
         return nodelist.removesuffix(appended) if appended and nodelist != appended else nodelist
 

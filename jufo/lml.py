@@ -214,8 +214,7 @@ def merge(docs: list[tuple[str, Document]]) -> Document:
     system_time = next(((first_name, o.data["system_time"]) for o in base.of_type("system")
                         if "system_time" in o.data), None)
     for name, doc in docs[1:]:
-        elements = list(_inside(doc.tree.getroot(), "objects", "object"))
-        for obj, el in zip(doc.objects, elements):
+        for obj, el in zip(doc.objects, _inside(doc.tree.getroot(), "objects", "object")):
             if obj.type == "system" and "system_time" in obj.data:
                 if system_time is not None and system_time[1] != obj.data["system_time"]:
                     raise InputError(obj.label, "system_time", obj.data["system_time"],

@@ -175,6 +175,15 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
 _NAME_PAIRS = re.compile(r"(\(\s*[^(),\s]+\s*,\s*\d+\s*\))+")
 _PAIR = re.compile(r"\(\s*([^(),\s]+)\s*,\s*(\d+)\s*\)")
 
+
+def name_pairs(text: str) -> list[tuple[str, int]]:
+    """The ``(name,number)`` pairs of a node list, GPU list or ``jufo_nodelist``.
+
+    >>> name_pairs("(jrc0001,128)(jrc0002, 64)")
+    [('jrc0001', 128), ('jrc0002', 64)]
+    """
+    return [(name, int(n)) for name, n in _PAIR.findall(text)]
+
 NodelistEntry = tuple[int, int | None, int | None]  # node index, core mask or None, core count or None
 
 
@@ -196,7 +205,7 @@ def parse_nodelist(text: str, machine: Machine, cores: int | None = None) -> lis
 
     text = text.strip()
     if _NAME_PAIRS.fullmatch(text):
-        pairs = [(name, int(n)) for name, n in _PAIR.findall(text)]
+        pairs = name_pairs(text)
         if all(name in machine.by_name for name, _ in pairs):
             names = [name for name, _ in pairs]
             numbers = [n for _, n in pairs]

@@ -512,10 +512,7 @@ class AttributeState(SystemState):
             return self._earliest_allowed(job, horizon, allowed)
         if not self.limits.active:  # the plain scan; limits need a look at every tried time
             t = self._first_fit(job.total_cores, max(job.wall, 1), FOREVER, 0, 0)
-            if t is None or (horizon is not None and t > horizon) or (
-                    self.deadline is not None and t + job.wall > self.deadline):
-                return None
-            return t, job.total_cores
+            return (t, job.total_cores) if self._in_bounds(t, job, horizon) else None
         for t, free in self.profile.windows(self.now, job.wall, min):
             if horizon is not None and t > horizon:
                 return None
@@ -534,11 +531,15 @@ class AttributeState(SystemState):
         if allowed is not None or self.limits.active:
             return super().earlier(job, alloc, horizon, allowed)
         t = self._first_fit(job.total_cores, max(job.wall, 1), alloc.start, alloc.start, alloc.end)
-        if t is None or (horizon is not None and t > horizon) or (
-                self.deadline is not None and t + job.wall > self.deadline):
+        if not self._in_bounds(t, job, horizon):
             return None
         self.unplan(alloc)
         return t, job.total_cores
+
+    def _in_bounds(self, t: int | None, job: Job, horizon: int | None) -> bool:
+        """Is a found start ``t`` usable: by the horizon, and ending by a reservation's own end?"""
+        return t is not None and (horizon is None or t <= horizon) and (
+            self.deadline is None or t + job.wall <= self.deadline)
 
     def _first_fit(self, need: int, span: int, before: int, own_start: int, own_end: int) -> int | None:
         """The earliest ``t < before`` with at least ``need`` cores free throughout
