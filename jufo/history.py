@@ -112,9 +112,15 @@ class History:
         history = cls(db, path)
         try:
             db.execute("PRAGMA busy_timeout = 60000")
-            # SQLite answers the old mode when another process holds the lock: ask again
+            # While another process holds the lock, SQLite answers the old mode, or "database
+            # is locked" at once without waiting for the busy timeout: ask again
+            mode = "unknown"
             for _ in range(600):
-                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                try:
+                    mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                except sqlite3.OperationalError as err:
+                    if "locked" not in str(err):
+                        raise
                 if mode.lower() == "wal":
                     break
                 time.sleep(0.1)
