@@ -19,6 +19,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+DEFAULT_COVERAGE = 0.8  # the share of real starts a range should hold unless told otherwise
+
 C = 600
 HORIZONS = (1, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400)
 MIN_SCORED = 30  # forecasts a bucket needs; thinner ones borrow from their neighbours

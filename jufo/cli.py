@@ -18,12 +18,10 @@ from pathlib import Path
 import click
 
 from . import lml, output as out, signals
-from .configuration import check_keys
 from .values import MAX_CORES_PER_NODE, count_of
 from .errors import InputError, Report
-from .forecast import load_preset, prepare, provenance, read_snapshot, predict as run_prediction, results
 from .history import KEEP_DAYS
-from .outlook import DEFAULT_COVERAGE
+from .calibration import DEFAULT_COVERAGE
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -115,6 +113,8 @@ def _settings_option(f):
 
 def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None):
     """The prediction, with a progress line on stderr when it is a terminal."""
+    from .forecast import predict as run_prediction
+
     bar = progress_bar()
     forecast = run_prediction(doc, report, settings, bar)
     if bar:
@@ -125,6 +125,8 @@ def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None
 
 def _write(doc: lml.Document, forecast, output: str) -> None:
     """The input document with the prediction's data added, written atomically."""
+    from .forecast import provenance, results
+
     lml.add_results(doc, {**results(forecast), **provenance(doc, forecast.config)})
     out.write(output, lml.serialize(doc))
 
@@ -137,7 +139,18 @@ def json_text(command: str, payload: dict) -> str:
     return json.dumps({"schema": JSON_SCHEMA, "command": command, **payload}, sort_keys=True, default=list)
 
 
+def preset_settings(name: str | None) -> dict[str, str]:
+    """The scheduler keys of a preset in configs/ (none without a name)."""
+    if not name:
+        return {}
+    from .forecast import load_preset
+
+    return load_preset(name)
+
+
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
+    from .configuration import check_keys
+
     settings: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -230,7 +243,7 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
         out.check_target(json_path, "--json-out")
     if metrics_path:
         out.check_target(metrics_path, "--metrics")
-    settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
+    settings = {**preset_settings(preset), **parse_overrides(overrides)}
     doc = lml.read_all(paths)
     report = Report(quiet=quiet)
     if history_path:
@@ -283,6 +296,7 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
     """Record what the snapshot shows, forecast with what the history taught, write the
     output, then keep the forecasts (each step its own transaction)."""
     from . import outlook
+    from .forecast import prepare, provenance
     from .history import History
 
     prepared = prepare(doc, report, settings)
@@ -343,6 +357,8 @@ def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
     for err in schema.iter_errors(root):
         where = err.path or "/"
         problems.append(f"schema: {where}: {err.reason}")
+    from .forecast import prepare, read_snapshot
+
     report = Report(collect=True)
     prepared = prepare(doc, report)
     problems.extend(f"error: {e}" for e in report.errors)
@@ -430,7 +446,7 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
     began = time.perf_counter()
     if output:
         out.check_target(output)
-    settings = {"system_state": "AttributeState", **(load_preset(preset) if preset else {}),
+    settings = {"system_state": "AttributeState", **preset_settings(preset),
                 **parse_overrides(overrides)}
     trace = swf.read(trace_path)
     objects, counts = swf.snapshot_objects(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
@@ -691,7 +707,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
             import dask.distributed  # noqa: F401
         except ImportError:
             raise click.UsageError("--dask needs the optional Dask extra: pip install 'jufo[dask]'") from None
-    settings = {**(load_preset(preset) if preset else {}), **parse_overrides(overrides)}
+    settings = {**preset_settings(preset), **parse_overrides(overrides)}
     run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())))
     bar = progress_bar("backtest, {done:,} of {total:,} snapshots simulated")
     began = time.perf_counter()

@@ -184,6 +184,18 @@ def name_pairs(text: str) -> list[tuple[str, int]]:
     """
     return [(name, int(n)) for name, n in _PAIR.findall(text)]
 
+
+_PAIR_NAME = re.compile(r"\(\s*([^(),\s]+)\s*,\s*\d+\s*\)")
+
+
+def pair_names(text: str) -> list[str]:
+    """Only the names of :func:`name_pairs`, in one pass (``jufo show`` reads thousands).
+
+    >>> pair_names("(jrc0001,128)(jrc0002, 64)")
+    ['jrc0001', 'jrc0002']
+    """
+    return _PAIR_NAME.findall(text)
+
 NodelistEntry = tuple[int, int | None, int | None]  # node index, core mask or None, core count or None
 
 

@@ -17,7 +17,7 @@ from typing import Protocol
 from . import jobsets
 from .accounting import JobRecord
 from .behaviour import Behaviour, learn_user_caps, learn_windows
-from .calibration import Calibration, Scored, bucket, bucket_label
+from .calibration import DEFAULT_COVERAGE, Calibration, Scored, bucket, bucket_label
 from .configuration import Configuration
 from .dates import format_date, parse_date
 from .errors import Report
@@ -26,8 +26,6 @@ from .history import History, Observation
 from .job import HELD_STATES, WAITING, Job
 from .runtime import RuntimePredictor, accuracy as runtime_accuracy
 from .windows import WeeklyWindows
-
-DEFAULT_COVERAGE = 0.8
 
 
 class HistorySource(Protocol):

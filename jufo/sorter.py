@@ -21,7 +21,6 @@ from typing import Any
 from heapq import heapify, heappop, heappush, heapreplace
 from operator import attrgetter
 
-from asteval import Interpreter
 from sortedcontainers import SortedKeyList, SortedList
 
 from .dates import parse_date
@@ -79,6 +78,8 @@ class Formula:
         # evaluated in floats: an intermediate value beyond ~1e308 overflows at once instead of
         # growing a big integer for minutes; one that overflows with every name at 1 is refused
         floats = ast.unparse(_FloatConstants().visit(tree))
+        from asteval import Interpreter  # here: importing asteval (and numpy) costs ~0.15 s
+
         self._interp = Interpreter(minimal=True, use_numpy=False, writer=io.StringIO(), err_writer=io.StringIO())
         module = self._interp.parse(floats)
         self._code = module.body[0].value  # the expression itself: two interpreter levels fewer

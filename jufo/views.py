@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .dates import format_date, parse_date
 from .lml import Document
-from .node import compress_hostlist, name_pairs
+from .node import compress_hostlist, pair_names
 from .ranges import parse_nested
 
 
@@ -81,7 +81,7 @@ def bars(doc: Document, placement: bool = True) -> list[Bar]:
         name = d.get("step") or obj.name or obj.id
         if d.get("jufo_array_tasks") and d.get("ArrayTaskId"):
             name = f"{d.get('ArrayJobId') or name}_[{d['ArrayTaskId']}]"  # as squeue shows a pending array
-        hosts = [name for name, _ in name_pairs(d["jufo_nodelist"])] if d.get("jufo_nodelist") else None
+        hosts = pair_names(d["jufo_nodelist"]) if d.get("jufo_nodelist") else None
         if not groups and hosts:
             nodes = len(hosts)
         out.append(Bar(obj.id, name, d.get("owner", ""), d.get("queue", ""), nodes,

@@ -85,12 +85,12 @@ def test_stdin_to_stdout():
 
 
 def test_internal_error_is_exit_1_without_traceback(jufo, monkeypatch):
-    import jufo.cli as cli
+    import jufo.forecast as forecast
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "run_prediction", broken)
+    monkeypatch.setattr(forecast, "predict", broken)
     run = jufo(snapshot({}))
     assert run.exit_code == 1
     assert "internal error: RuntimeError: boom" in run.stderr and "Traceback" not in run.stderr
