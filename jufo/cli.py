@@ -550,22 +550,22 @@ def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, p
 @click.argument("predicted_path", metavar="PREDICTED")
 @click.option("-o", "--output", required=True, help="chart.svg, chart.html or chart.png ('-': SVG to stdout).")
 @click.option("--title", default=None, help="Chart title (default: the file name).")
+@click.option("--by", type=click.Choice(["auto", "nodes", "jobs"]), default="auto", show_default=True,
+              help="Rows: nodes, or one per job (auto: nodes while a node row is at least 3 px high).")
+@click.option("--tz", default="local", show_default=True,
+              help="Time zone of the snapshot's clock, named on the time axis: local, UTC or e.g. Europe/Berlin.")
 @guarded
-def gantt(predicted_path: str, output: str, title: str | None) -> None:
-    """Draw a predicted file: time across, nodes (or cores) down."""
+def gantt(predicted_path: str, output: str, title: str | None, by: str, tz: str) -> None:
+    """Draw a predicted file: time across; nodes, or one row per job, down."""
     from . import gantt as chart
-
-    from .views import bars
 
     out.check_target(output)
     doc = lml.read(predicted_path)
-    if not any(bar.predicted for bar in bars(doc)):
-        raise InputError(predicted_path, "jufo_starttime", None,
-                         "no job has a prediction (jufo_starttime or jufo_reason); run jufo predict first")
     try:
-        data = chart.render(doc, output, title or Path(predicted_path).name)
+        data = chart.render(doc, output, title or Path(predicted_path).name, by, tz)
     except ValueError as err:
-        raise InputError(predicted_path, "system_time", None, f"{err}; is this a jufo prediction?") from None
+        key = "system_time" if "system_time" in str(err) else "jufo_starttime"
+        raise InputError(predicted_path, key, None, f"{err}; run jufo predict first") from None
     out.write(output, data)
 
 

@@ -149,10 +149,10 @@ def _when(t: int | None) -> str:
 
 def _schednodes(b: Bar) -> str:
     """Predicted nodes as a hostlist, cut like squeue's fixed width but saying so (``--json``
-    has them all)."""
+    has them all). All nodes are compressed: a cut list must not read as a smaller range."""
     if not b.hosts:
         return "(null)"
-    hosts = compress_hostlist(b.hosts[:64]) + ("..." if len(b.hosts) > 64 else "")
+    hosts = compress_hostlist(b.hosts)
     return hosts if len(hosts) <= 40 else hosts[:37] + "..."
 
 

@@ -104,3 +104,12 @@ def jufo(tmp_path):
         return Run(result.exit_code, output, result.stderr, result.stdout)
 
     return run
+
+
+@pytest.fixture
+def predicted(tmp_path):
+    """Thesis table 3.1 predicted with its own configuration: the views' common input."""
+    out = tmp_path / "pred.xml"
+    result = CliRunner().invoke(main, ["predict", str(SAMPLES / "thesis-table-3.1.xml"), "-o", str(out)])
+    assert result.exit_code == 0
+    return out

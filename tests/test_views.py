@@ -1,22 +1,13 @@
-"""jufo show and jufo gantt on predicted files."""
+"""jufo show on predicted files; show, gantt and evaluate refuse files without predictions."""
 
 import json
 import re
 
 import pytest
 from click.testing import CliRunner
-from lxml import etree
 
 from conftest import SAMPLES, snapshot, waiting
 from jufo.cli import main
-
-
-@pytest.fixture
-def predicted(tmp_path):
-    out = tmp_path / "pred.xml"
-    result = CliRunner().invoke(main, ["predict", str(SAMPLES / "thesis-table-3.1.xml"), "-o", str(out)])
-    assert result.exit_code == 0
-    return out
 
 
 def test_show_sorted_by_predicted_start(predicted):
@@ -66,67 +57,3 @@ def test_views_of_a_file_without_predictions_say_so(tmp_path, command):
     result = CliRunner().invoke(main, [args[0], str(src), *args[1:]])
     assert result.exit_code == 2 and "run jufo predict first" in result.stderr, result.stderr
     assert not (tmp_path / "g.svg").exists()
-
-
-def test_gantt_svg(predicted, tmp_path):
-    out = tmp_path / "chart.svg"
-    result = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(out)])
-    assert result.exit_code == 0, result.stderr
-    root = etree.parse(str(out)).getroot()
-    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
-    # 6 jobs; on one 5-core node every core range is a box of its own
-    assert sum(t.startswith("j5 ") for t in titles) == 2  # cores 1-2 and 4
-    assert any(t.startswith("j2 ") and t.endswith("running") for t in titles)
-    assert any("top dog" in t for t in titles)
-
-
-def test_gantt_html_and_bad_name(predicted, tmp_path):
-    out = tmp_path / "chart.html"
-    assert CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(out)]).exit_code == 0
-    assert out.read_text().startswith("<!DOCTYPE html>") and "<svg" in out.read_text()
-    bad = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(tmp_path / "chart.pdf")])
-    assert bad.exit_code == 2 and ".svg, .html or .png" in bad.stderr
-
-
-def test_gantt_png(predicted, tmp_path):
-    pytest.importorskip("matplotlib")
-    out = tmp_path / "chart.png"
-    assert CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(out)]).exit_code == 0
-    assert out.read_bytes().startswith(b"\x89PNG")
-
-
-def test_gantt_png_without_matplotlib(predicted, tmp_path, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    result = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(tmp_path / "c.png")])
-    assert result.exit_code == 2 and "pip install 'jufo[plot]'" in result.stderr
-    assert not (tmp_path / "c.png").exists()
-
-
-def test_gantt_attribute_state(tmp_path):
-    src, out, chart = tmp_path / "in.xml", tmp_path / "out.xml", tmp_path / "c.svg"
-    src.write_bytes(snapshot({"a": waiting(2, 10), "b": waiting(4, 10, queued="01/10/12-11:30:00")},
-                             scheduler={"system_state": "AttributeState"}))
-    CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
-    assert CliRunner().invoke(main, ["gantt", str(out), "-o", str(chart)]).exit_code == 0
-    assert "cores" in chart.read_text()
-
-
-def test_gantt_draws_reservations_in_every_form(tmp_path):
-    """Reservations are read as the forecast reads them: wall instead of endtime, hostlists."""
-    res = {"maint": {"starttime": "01/10/12-12:00:10", "wall": "00:00:30", "nodelist": "n[1-2]"}}
-    src, out, chart = tmp_path / "in.xml", tmp_path / "out.xml", tmp_path / "c.svg"
-    src.write_bytes(snapshot({"a": waiting(1, 10)}, nodes={"n1": 2, "n2": 2}, reservations=res))
-    CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
-    assert CliRunner().invoke(main, ["gantt", str(out), "-o", str(chart)]).exit_code == 0
-    root = etree.parse(str(chart)).getroot()
-    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
-    assert titles.count("reservation maint 01/10/12-12:00:10 – 01/10/12-12:00:40") == 2  # one per node
