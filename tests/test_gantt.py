@@ -1,6 +1,7 @@
 """jufo gantt: one shape per job, node names, dates with year and zone, a labelled now line, a
 legend, one row per job at scale, and an HTML view that works offline."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -168,6 +169,27 @@ def test_script_parses():
     script = Path(gantt.__file__).with_name("gantt.js")
     result = subprocess.run([node, "--check", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_page_script_in_a_dom(predicted, tmp_path):
+    """The page's script drives filter, zoom, highlight and reset (jsdom: skipped without it)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    if subprocess.run([node, "-e", "require.resolve('jsdom')"], capture_output=True).returncode != 0:
+        pytest.skip("jsdom is not installed (npm install jsdom; NODE_PATH=its node_modules)")
+    draw(predicted, tmp_path / "c.html")
+    result = subprocess.run([node, str(Path(__file__).with_name("gantt_dom.js")), str(tmp_path / "c.html"), "j5"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    steps = json.loads(result.stdout)
+    assert steps["start"]["count"] == "6 of 6 shown" and steps["start"]["transform"] == "translate(0,0) scale(1,1)"
+    assert steps["filtered"]["count"] == "1 of 6 shown" and "j5" not in steps["filtered"]["hidden"]
+    assert steps["zoomed"]["transform"].endswith("scale(2,1)")  # the middle half of the time axis
+    assert steps["zoomed"]["ticks"] != steps["start"]["ticks"]  # the ticks follow the zoom
+    assert steps["highlighted"]["highlighted"] >= 1
+    assert steps["highlighted"]["highlighted"] + steps["highlighted"]["dimmed"] == 6
+    assert steps["reset"]["transform"] == "translate(0,0) scale(1,1)" and steps["reset"]["ticks"] == steps["start"]["ticks"]
 
 
 def test_same_input_same_bytes(predicted, tmp_path):
