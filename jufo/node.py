@@ -268,34 +268,61 @@ _HOST = re.compile(r"([^\[\],]*)\[([^\]]+)\]([^\[\],]*)")
 _NUMBERED = re.compile(r"(.*?)(\d+)(\D+)")
 
 
+_SPLIT_CACHE: dict[str, tuple[tuple[str, int, str], int] | None] = {}  # name -> (stem, width, suffix), number
+_SPLIT_CACHE_MAX = 1 << 20  # names of the largest machines; beyond, parsed each time
+
+
+def _split_name(name: str) -> tuple[tuple[str, int, str], int] | None:
+    """``jrc0002`` -> ``(("jrc", 4, ""), 2)``; None for a name without digits."""
+    stem = name.rstrip("0123456789")  # the common case, digits last: no regular expression
+    if len(stem) < len(name):
+        digits, suffix = name[len(stem):], ""
+    else:
+        m = _NUMBERED.fullmatch(name)
+        if m is None:
+            return None
+        stem, digits, suffix = m.groups()
+    return (stem, len(digits), suffix), int(digits)
+
+
 def compress_hostlist(names: list[str]) -> str:
     """A Slurm hostlist for ``names``, runs of consecutive numbers joined, order kept by prefix.
+    O(n log n) for n names; names are split once per process (``jufo show`` compresses the same
+    nodes for many jobs), and one gap-free run is found without a walk.
 
     >>> compress_hostlist(["jrc0002", "jrc0003", "jrc0004", "jrc0007", "login1"])
     'jrc[0002-0004,0007],login1'
     """
     groups: dict[tuple[str, int, str], list[int]] = {}
     plain: list[str] = []
+    cache = _SPLIT_CACHE
     for name in names:
-        stem = name.rstrip("0123456789")  # the common case, digits last: no regular expression
-        if len(stem) < len(name):
-            digits, suffix = name[len(stem):], ""
+        split = cache.get(name, False)
+        if split is False:
+            split = _split_name(name)
+            if len(cache) < _SPLIT_CACHE_MAX:
+                cache[name] = split
+        if split is None:
+            plain.append(name)
+            continue
+        key, number = split
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [number]
         else:
-            m = _NUMBERED.fullmatch(name)
-            if m is None:
-                plain.append(name)
-                continue
-            stem, digits, suffix = m.groups()
-        groups.setdefault((stem, len(digits), suffix), []).append(int(digits))
+            group.append(number)
     parts = []
     for (prefix, width, suffix), numbers in groups.items():
         numbers = sorted(set(numbers))
-        runs: list[list[int]] = []
-        for n in numbers:
-            if runs and n == runs[-1][1] + 1:
-                runs[-1][1] = n
-            else:
-                runs.append([n, n])
+        if numbers[-1] - numbers[0] == len(numbers) - 1:  # one run, the usual allocation
+            runs = [[numbers[0], numbers[-1]]]
+        else:
+            runs = []
+            for n in numbers:
+                if runs and n == runs[-1][1] + 1:
+                    runs[-1][1] = n
+                else:
+                    runs.append([n, n])
         text = ",".join(f"{lo:0{width}d}" if lo == hi else f"{lo:0{width}d}-{hi:0{width}d}" for lo, hi in runs)
         parts.append(f"{prefix}{text}{suffix}" if len(numbers) == 1 else f"{prefix}[{text}]{suffix}")
     return ",".join(parts + plain)
