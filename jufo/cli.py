@@ -477,10 +477,14 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
 @click.option("--actual", "actual_path", required=True, metavar="ACTUAL",
               help="What really happened: an SWF trace, or an LML file with real start dates.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@click.option("--per-job", "per_job", is_flag=True,
+              help="Also each job: predicted and actual start, error (and the batch system's estimate).")
 @guarded
-def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
+def evaluate(predicted_path: str, actual_path: str, as_json: bool, per_job: bool) -> None:
     """Compare predicted starts with actual ones: error statistics and schedule measures."""
     from . import evaluation, swf
+    from .dates import format_date
+    from .views import ISO
 
     doc = lml.read(predicted_path)
     predicted = evaluation.records_of_document(doc, predicted=True)
@@ -499,7 +503,11 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
         same = {key: predicted[key] for key in estimates if key in predicted}
         compared = {"batch_estimate": evaluation.prediction_errors(estimates, actual),
                     "jufo_same_jobs": evaluation.prediction_errors(same, actual)}
+    rows = evaluation.per_job(predicted, actual, estimates) if per_job else None
     if as_json:
+        if rows is not None:
+            compared["jobs"] = [{k: format_date(v, ISO) if k in ("predicted_start", "actual_start", "batch_estimate")
+                                 else v for k, v in row.items()} for row in rows]
         click.echo(json_text("evaluate", {"errors": errors, "schedule": schedule, **compared}))
         return
     sections = [("prediction error (actual - predicted start)", errors)]
@@ -507,6 +515,27 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool) -> None:
         sections += [("the batch system's own estimate (pending starttime), actual - estimate",
                       compared["batch_estimate"]), ("jufo on the same jobs", compared["jufo_same_jobs"])]
     click.echo(evaluation.table(sections + [("predicted schedule", schedule)]))
+    if rows is not None:
+        click.echo(_per_job_table(rows))
+
+
+def _per_job_table(rows: list[dict]) -> str:
+    """``evaluate --per-job``'s table: one line per job, ISO dates, errors in seconds."""
+    from .dates import format_date
+    from .views import ISO
+
+    estimate = any("batch_estimate" in row for row in rows)
+    head = ["JOBID", "PREDICTED_START", "ACTUAL_START", "ERROR_S"] + (["BATCH_EST", "BATCH_ERROR_S"] if estimate else [])
+    table = [head]
+    for row in rows:
+        cells = [row["job"], format_date(row["predicted_start"], ISO), format_date(row["actual_start"], ISO),
+                 str(row["error"])]
+        if estimate:
+            has = "batch_estimate" in row
+            cells += [format_date(row["batch_estimate"], ISO) if has else "N/A", str(row["batch_error"]) if has else "N/A"]
+        table.append(cells)
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    return "\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)
 
 
 def _comma_list(value: str | None) -> set[str] | None:

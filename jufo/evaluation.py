@@ -94,6 +94,28 @@ def prediction_errors(predicted: dict[str, Record], actual: dict[str, Record]) -
     }
 
 
+def per_job(predicted: dict[str, Record], actual: dict[str, Record],
+            estimates: dict[str, Record] | None = None) -> list[dict]:
+    """Each job both sides have, by predicted start: its predicted and actual start (epoch
+    seconds), the error (actual - predicted), and the batch system's estimate and its error
+    where the file has one.
+
+    >>> p = {"a": Record("a", 0, 10, 20, 1), "b": Record("b", 0, 0, 5, 1)}
+    >>> a = {"a": Record("a", 0, 70, 80, 1), "b": Record("b", 0, 0, 5, 1)}
+    >>> [(j["job"], j["error"]) for j in per_job(p, a)]
+    [('b', 0), ('a', 60)]
+    """
+    rows = []
+    for key in sorted(set(predicted) & set(actual), key=lambda k: (predicted[k].start, k)):
+        row = {"job": key, "predicted_start": predicted[key].start, "actual_start": actual[key].start,
+               "error": actual[key].start - predicted[key].start}
+        if estimates and key in estimates:
+            row["batch_estimate"] = estimates[key].start
+            row["batch_error"] = actual[key].start - estimates[key].start
+        rows.append(row)
+    return rows
+
+
 LABELS = {
     "jobs": ("jobs", "{:,.0f}"), "mean_wait": ("mean wait (s)", "{:,.1f}"),
     "mean_flow": ("mean flow time (s)", "{:,.1f}"), "max_flow": ("max flow time (s)", "{:,.0f}"),

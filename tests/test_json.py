@@ -114,6 +114,7 @@ def test_show_validate_evaluate(predicted):
     result = cli("validate", str(bad), "--json")
     assert result.exit_code == 2 and conforms(result.stdout, "validate")["valid"] is False
     conforms(cli("evaluate", str(out), "--actual", str(out), "--json").stdout, "evaluate")
+    conforms(cli("evaluate", str(out), "--actual", str(out), "--json", "--per-job").stdout, "evaluate")
 
 
 def small_trace(path, jobs: int = 60) -> None:

@@ -119,6 +119,14 @@ def test_evaluate_against_trace(trace_file, tmp_path):
     assert report["schedule"]["jobs"] == 3
     text = runner.invoke(main, ["evaluate", str(predicted), "--actual", str(trace_file)]).stdout
     assert "mean error (s)" in text and "Baranov" in text and "max bounded slowdown" in text
+    per_job = json.loads(runner.invoke(main, ["evaluate", str(predicted), "--actual", str(trace_file), "--json",
+                                              "--per-job"]).stdout)["jobs"]
+    assert [(j["job"], j["error"]) for j in per_job] == [("1", 0), ("3", 0), ("2", 0)]  # by predicted start
+    assert per_job[1]["predicted_start"] == per_job[1]["actual_start"]
+    lines = runner.invoke(main, ["evaluate", str(predicted), "--actual", str(trace_file), "--per-job"]).stdout.splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("JOBID")))
+    assert lines[head].split() == ["JOBID", "PREDICTED_START", "ACTUAL_START", "ERROR_S"]
+    assert [line.split()[0] for line in lines[head + 1:]] == ["1", "3", "2"]
 
 
 def test_evaluate_needs_predictions(trace_file, tmp_path):
