@@ -27,6 +27,7 @@ DEFAULTS: dict[str, str] = {
     "node_sharing": "yes",
     "horizon": "unlimited",
     "backfill_order": "priority",
+    "node_allocation": "lowest",
 }
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit")
 STATES = ("NodeState", "AttributeState")
@@ -70,6 +71,7 @@ class Configuration:
     policy: Policy
     sharing: bool
     settings: dict[str, str]
+    allocation: str = "lowest"
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -105,6 +107,9 @@ class Configuration:
         order = _choice(merged["backfill_order"], BACKFILL_ORDERS)
         if order is None:
             report.error(label, "backfill_order", merged["backfill_order"], f"must be {', '.join(BACKFILL_ORDERS)}")
+        allocation = _choice(merged["node_allocation"], NodeState.ALLOCATIONS)
+        if allocation is None:
+            report.error(label, "node_allocation", merged["node_allocation"], f"must be {', '.join(NodeState.ALLOCATIONS)}")
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -114,13 +119,13 @@ class Configuration:
             horizon=horizon,
             backfill_order="priority" if order == "firstfit" else str(order),
         )
-        return cls(algorithm, state, formula, policy, bool(sharing), merged)  # type: ignore[arg-type]
+        return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation))  # type: ignore[arg-type]
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""
         if self.state == "AttributeState":
             return AttributeState(machine, queues)
-        return NodeState(machine, queues, sharing=self.sharing)
+        return NodeState(machine, queues, sharing=self.sharing, allocation=self.allocation)
 
     def make_simulation(self, state: SystemState, epoch: int, report: Report) -> Simulation:
         """The Simulation for the configured algorithm, with its JobSorter."""

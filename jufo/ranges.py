@@ -66,6 +66,25 @@ def bits_of(mask: int) -> Iterator[int]:
         yield from range(lo, hi + 1)
 
 
+def first_run(mask: int, k: int) -> int | None:
+    """The lowest index where ``k`` consecutive bits of ``mask`` are set, or None.
+
+    Doubling: after each step bit i says "bits i..i+h-1 are all set", h growing to k, so
+    O(log k) big-int operations.
+
+    >>> first_run(0b1110110, 3), first_run(0b1110110, 2), first_run(0b1110110, 4)
+    (4, 1, None)
+    """
+    if k <= 0:
+        return 0
+    run, have = mask, 1
+    while have < k and run:
+        step = min(have, k - have)
+        run &= run >> step
+        have += step
+    return (run & -run).bit_length() - 1 if run else None
+
+
 def lowest(mask: int, k: int) -> int | None:
     """The ``k`` lowest set bits of ``mask`` as a mask, or None if fewer are set.
 

@@ -28,7 +28,7 @@ from .job import Job
 from .node import Machine
 from .availability import Counts, Profile
 from .queue import Queue, QueueLimits, peak
-from .ranges import NodeCores, bits_of, lowest
+from .ranges import NodeCores, bits_of, first_run, lowest
 
 
 @dataclass(eq=False)
@@ -248,13 +248,18 @@ class NodeAlgebra:
 class NodeState(SystemState):
     """Knows which nodes and cores each job holds.
 
-    A request is ``nodes × cores_per_node``; it takes the lowest-numbered eligible nodes and
-    the lowest free cores on each. With ``sharing=False`` every job takes whole nodes. Per-node
-    queue limits (``avail_classes``) hold at every instant of the job's run.
+    A request is ``nodes × cores_per_node``; it takes eligible nodes in the order
+    ``allocation`` gives (see ALLOCATIONS; by default the lowest-numbered) and the lowest free
+    cores on each. With ``sharing=False`` every job takes whole nodes. Per-node queue limits
+    (``avail_classes``) hold at every instant of the job's run.
     """
 
-    def __init__(self, machine: Machine, queues: dict[str, Queue], sharing: bool = True) -> None:
+    ALLOCATIONS = ("lowest", "bestfit", "contiguous", "latest_released")
+
+    def __init__(self, machine: Machine, queues: dict[str, Queue], sharing: bool = True,
+                 allocation: str = "lowest") -> None:
         self.sharing = sharing
+        self.allocation = allocation
         super().__init__(machine, queues)
         self.free = NodeCores(machine.all_nodes)
         self.algebra = NodeAlgebra(machine.shape)
@@ -279,6 +284,10 @@ class NodeState(SystemState):
                 f"ExceedsSystem: asks {job.nodes} nodes with {job.cores_per_node} cores{gpus}, "
                 f"{where} may use {usable} such nodes"
             )
+        if self.allocation == "contiguous" and first_run(m.eligible(job.queue, job.cores_per_node, job.gpus_per_node,
+                                                                   job.memory), job.nodes) is None:
+            return (f"ExceedsSystem: asks {job.nodes} consecutive nodes (node_allocation=contiguous), "
+                    f"no run of that many nodes {job.queue!r} may use")
         q = self.queues.get(job.queue)
         if q is not None and q.maxjobs == 0:
             return f"ExceedsSystem: queue {job.queue} admits no jobs (maxjobs=0)"
@@ -382,7 +391,7 @@ class NodeState(SystemState):
         own, for the jobs bound to it. Running jobs on those cores appear in it as shadows,
         returned as (running allocation, shadow) pairs so their ends can be passed on."""
         shape = self.machine.shape
-        sub = NodeState(self.machine, self.queues, self.sharing)
+        sub = NodeState(self.machine, self.queues, self.sharing, self.allocation)
         sub.free = resources.copy()
         shadows = []
         for alloc in list(self.running):
@@ -395,15 +404,19 @@ class NodeState(SystemState):
         return sub, shadows
 
     def place_now(self, job: Job) -> NodeCores | None:
-        """Where a running job without a node list runs: the lowest free cores now."""
-        return self._choose(job, self.now, self.now, self.free)
+        """Where a running job without a node list runs: the lowest free cores now (where the
+        batch system put it is not known; the allocation policy is for new starts)."""
+        return self._choose(job, self.now, self.now, self.free, "lowest")
 
-    def _choose(self, job: Job, t: int, end: int, avail: NodeCores) -> NodeCores | None:
-        """The lowest eligible nodes with enough cores in ``avail``, lowest cores on each."""
+    def _choose(self, job: Job, t: int, end: int, avail: NodeCores, allocation: str | None = None) -> NodeCores | None:
+        """Eligible nodes with enough cores in ``avail`` in the allocation policy's order
+        (the lowest by default), the lowest cores on each."""
         k, c = job.nodes, job.cores_per_node
         if avail.full.bit_count() + len(avail.part) < k:
             return None
         eligible = self.machine.eligible(job.queue, c, job.gpus_per_node, job.memory)
+        if (allocation or self.allocation) != "lowest":
+            return self._choose_ordered(job, t, end, avail, eligible, allocation or self.allocation)
         if not self.sharing:
             chosen = lowest(avail.full & eligible, k)
             return None if chosen is None else NodeCores(chosen)
@@ -424,6 +437,69 @@ class NodeState(SystemState):
         out = NodeCores()
         for n in chosen_nodes:
             out.add_node(n, lowest(avail.mask(n, shape), c), shape)
+        return out
+
+    def _candidates(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> tuple[int, list[int]]:
+        """Nodes ``job`` could take in ``avail``: as a mask, and partly free ones as a list."""
+        c = job.cores_per_node
+        whole = avail.full & eligible
+        if not self.sharing:
+            return whole, []
+        restricted = self.machine.restricted(job.queue)
+        partial = [
+            n for n, mask in avail.part.items()
+            if mask.bit_count() >= c and (eligible >> n) & 1
+            and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)
+        ]
+        for n in partial:
+            whole |= 1 << n
+        return whole, partial
+
+    def _choose_ordered(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int,
+                        allocation: str) -> NodeCores | None:
+        """``node_allocation`` other than lowest: ``contiguous`` takes the first run of
+        consecutive node numbers; ``bestfit`` the nodes whose free cores exceed the request
+        least; ``latest_released`` the nodes whose last holder before ``t`` ends latest (nodes
+        free now last), so what is free now stays free for backfilling. Ties: lowest number.
+        O(candidate nodes) per call (contiguous: O(log k) big-int operations)."""
+        k, c = job.nodes, job.cores_per_node
+        shape = self.machine.shape
+        mask, _ = self._candidates(job, t, end, avail, eligible)
+        if mask.bit_count() < k:
+            return None
+        if allocation == "contiguous":
+            first = first_run(mask, k)
+            if first is None:
+                return None
+            chosen = list(range(first, first + k))
+        elif allocation == "bestfit":
+            part = avail.part
+            chosen = sorted(bits_of(mask), key=lambda n: (part[n].bit_count() if n in part else shape[n].bit_count(),
+                                                           n))[:k]  # the fewest free cores: the tightest
+        else:  # latest_released
+            released = self._released(t)
+            chosen = sorted(bits_of(mask), key=lambda n: (-released.get(n, self.now), n))[:k]
+        if not self.sharing:
+            out = 0
+            for n in chosen:
+                out |= 1 << n
+            return NodeCores(out)
+        out = NodeCores()
+        for n in chosen:
+            out.add_node(n, lowest(avail.mask(n, shape), c), shape)
+        return out
+
+    def _released(self, t: int) -> dict[int, int]:
+        """Node -> the latest end in ``(now, t]`` of a running or planned allocation on it."""
+        out: dict[int, int] = {}
+        now = self.now
+        ends = [a for a in self.running.irange_key(min_key=(now + 1, -1), max_key=(t, float("inf")))]
+        ends += [a for a in self.planned.irange_key(max_key=(t, float("inf")))
+                 if now < a.end <= t and a.end > a.start]
+        for a in ends:
+            for n in bits_of(a.resources.node_mask()):
+                if out.get(n, now) < a.end:
+                    out[n] = a.end
         return out
 
     def _class_room(self, queue: str, node: int, t: int, end: int) -> int:

@@ -44,7 +44,9 @@ class Reference:
         self.maxtopdogs = math.inf if top == "all" else int(top)
         self.per_queue = settings.get("topdogs_per_queue", "no") == "yes"
         self.order = settings.get("backfill_order", "priority")
+        self.allocation = settings.get("node_allocation", "lowest")
         self.allocs: list[Alloc] = []
+        self.now = 0
 
     # -- what is used when ------------------------------------------------------------------
     def overlapping(self, t: int, end: int):
@@ -101,10 +103,8 @@ class Reference:
                     return None
             return job.total_cores
         used = set().union(*(a.cores for a in busy)) if busy else set()
-        chosen = []
+        chosen = []  # every node the job could take, in node order
         for node in self.m.nodes:
-            if len(chosen) == job.nodes:
-                break
             limit = node.limit(job.queue)
             if limit < job.cores_per_node:
                 continue
@@ -121,9 +121,30 @@ class Reference:
                 if room < job.cores_per_node:
                     continue
             chosen.append([(node.index, c) for c in free[: job.cores_per_node]])
-        if len(chosen) < job.nodes:
+        chosen = self.in_allocation_order(chosen, used, t, job.nodes)
+        if chosen is None or len(chosen) < job.nodes:
             return None
-        return frozenset(x for group in chosen for x in group)
+        return frozenset(x for group in chosen[: job.nodes] for x in group)
+
+    def in_allocation_order(self, groups: list[list], used: set, t: int, k: int) -> list[list] | None:
+        """The candidate nodes (each a list of the cores it would give) in the order
+        ``node_allocation`` prefers; for contiguous only the first run, None without one."""
+        node = lambda g: g[0][0]
+        if self.allocation == "contiguous":
+            numbers = [node(g) for g in groups]
+            for i in range(len(groups) - k + 1):
+                if numbers[i + k - 1] - numbers[i] == k - 1:
+                    return groups[i:i + k]
+            return None
+        if self.allocation == "bestfit":
+            free = lambda g: sum(1 for c in range(self.m.nodes[node(g)].ncores) if (node(g), c) not in used)
+            return sorted(groups, key=lambda g: (free(g), node(g)))  # the fewest free cores: the tightest
+        if self.allocation == "latest_released":
+            def released(g):
+                ends = [a.end for a in self.allocs if self.now < a.end <= t and any(n == node(g) for n, _ in a.cores)]
+                return max(ends, default=self.now)
+            return sorted(groups, key=lambda g: (-released(g), node(g)))
+        return groups
 
     def earliest(self, job: Job, now: int):
         times = {now} | {a.end for a in self.allocs if a.end > now} | {a.start for a in self.allocs if a.start > now}
@@ -192,6 +213,7 @@ class Reference:
             real = t in events
 
     def pass_at(self, t: int, present: list[Job], out: dict, reserved: dict) -> None:
+        self.now = t
         if self.algorithm == "Backfilling" and self.order not in ("priority", "firstfit"):
             return self.ordered_pass(t, present, out, reserved)
         passed_over = False

@@ -30,6 +30,10 @@ CONFIGS = [
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1", "backfill_order": "bestfit"},
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "2", "topdogs_per_queue": "yes",
      "backfill_order": "shortest"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1", "node_allocation": "bestfit"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "node_allocation": "contiguous"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "node_allocation": "latest_released"},
+    {"scheduling_algorithm": "FCFS", "node_allocation": "latest_released"},
 ]
 
 

@@ -6,7 +6,10 @@ import random
 
 import pytest
 
-from conftest import T0, snapshot
+from click.testing import CliRunner
+
+from conftest import T0, snapshot, waiting
+from jufo.cli import main
 from jufo import lml
 from jufo.behaviour import Behaviour
 from jufo.dates import format_date, parse_date
@@ -117,3 +120,71 @@ def test_a_capped_user_takes_no_reservation():
 def test_slots_cover_the_week():
     seen = {slot_of(EPOCH + h * HOUR) for h in range(168)}
     assert seen == set(range(SLOTS))
+
+
+# node_allocation on four 4-core nodes; n2 is busy until 100 s with 2 of its cores, n4 until 50 s
+ALLOC_NODES = {f"n{i}": 4 for i in range(1, 5)}
+
+
+def allocation_run(tmp_path, allocation: str, jobs: dict) -> dict:
+    from conftest import running as run_job
+
+    base = {"r2": run_job(2, 100, nodelist="(n2,2)"), "r4": run_job(4, 50, nodelist="(n4,4)")}
+    src, out = tmp_path / f"{allocation}.xml", tmp_path / f"{allocation}-out.xml"
+    src.write_bytes(snapshot({**base, **jobs}, nodes=ALLOC_NODES,
+                             scheduler={"node_allocation": allocation, "maxtopdogs": "all"}))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    return {o.id: o.data for o in lml.read(str(out)).of_type("job")}
+
+
+@pytest.mark.parametrize("allocation, nodes", [
+    ("lowest", "(n1,2)"),  # the lowest node
+    ("bestfit", "(n2,2)"),  # the tightest: n2 has exactly the 2 free cores asked for
+    ("contiguous", "(n1,2)"),
+    ("latest_released", "(n1,2)"),  # starting now, every candidate is free now: lowest
+])
+def test_node_allocation_picks(tmp_path, allocation, nodes):
+    jobs = allocation_run(tmp_path, allocation, {"a": waiting(2, 30)})
+    assert jobs["a"]["jufo_nodelist"] == nodes
+
+
+def test_contiguous_waits_for_a_run_and_refuses_without_one(tmp_path):
+    # 2 whole nodes: n1 and n3 are free now but not adjacent; n3-n4 are adjacent once r4 ends at 50 s
+    lowest = allocation_run(tmp_path, "lowest", {"a": waiting(4, 30, nodes=2)})
+    contiguous = allocation_run(tmp_path, "contiguous", {"a": waiting(4, 30, nodes=2)})
+    assert lowest["a"]["jufo_nodelist"] == "(n1,4)(n3,4)" and lowest["a"]["jufo_starttime"] == T0
+    assert contiguous["a"]["jufo_nodelist"] == "(n3,4)(n4,4)"
+    assert contiguous["a"]["jufo_starttime"] == "01/10/12-12:00:50"
+    # queue batch may not use n2: no 3 consecutive nodes for it, ever
+    nodes = {"n1": 4, "n2": {"ncores": 4, "avail_classes": "(other,4)"}, "n3": 4, "n4": 4}
+    for allocation, starts in (("lowest", True), ("contiguous", False)):
+        src, out = tmp_path / "gap.xml", tmp_path / f"gap-{allocation}.xml"
+        src.write_bytes(snapshot({"c": waiting(4, 30, nodes=3)}, nodes=nodes, scheduler={"node_allocation": allocation}))
+        assert CliRunner().invoke(main, ["predict", str(src), "-o", str(out)]).exit_code == 0
+        job = {o.id: o.data for o in lml.read(str(out)).of_type("job")}["c"]
+        assert ("jufo_starttime" in job) == starts
+        if not starts:
+            assert job["jufo_reason"].startswith("ExceedsSystem: asks 3 consecutive nodes")
+
+
+def test_latest_released_keeps_free_nodes_for_backfilling(tmp_path):
+    """n4 and n5 are busy until 100 s; "head" needs 4 whole nodes from then, "small" one node
+    for 200 s. lowest reserves n1-n4, so small cannot start before 100 s; latest_released
+    reserves n4, n5 (released at 100 s) and n1, n2, so small starts at once on n3."""
+    from conftest import running as run_job
+
+    nodes = {f"n{i}": 4 for i in range(1, 6)}
+    jobs = {"r4": run_job(4, 100, nodelist="(n4,4)"), "r5": run_job(4, 100, nodelist="(n5,4)"),
+            "head": waiting(4, 100, nodes=4, queued="01/10/12-10:00:00"), "small": waiting(4, 200)}
+    got = {}
+    for allocation in ("lowest", "latest_released"):
+        src, out = tmp_path / "in.xml", tmp_path / f"{allocation}.xml"
+        src.write_bytes(snapshot(jobs, nodes=nodes, scheduler={"node_allocation": allocation, "maxtopdogs": "all"}))
+        assert CliRunner().invoke(main, ["predict", str(src), "-o", str(out)]).exit_code == 0
+        got[allocation] = {o.id: o.data for o in lml.read(str(out)).of_type("job")}
+    assert got["lowest"]["head"]["jufo_nodelist"] == "(n1,4)(n2,4)(n3,4)(n4,4)"
+    assert got["lowest"]["small"]["jufo_starttime"] == "01/10/12-12:01:40"
+    assert got["latest_released"]["head"]["jufo_nodelist"] == "(n1,4)(n2,4)(n4,4)(n5,4)"
+    assert got["latest_released"]["small"]["jufo_starttime"] == T0
+    assert got["latest_released"]["head"]["jufo_starttime"] == got["lowest"]["head"]["jufo_starttime"]
