@@ -25,6 +25,7 @@ from .reservation import Reservation, cores_only, read_reservations
 from .behaviour import Behaviour
 from .simulation import Simulation
 from .state import NodeState, SystemState
+from .windows import AllRules, QueueWindows
 
 
 @dataclass
@@ -165,6 +166,16 @@ def predict(doc: Document, report: Report, overrides: dict[str, str] | None = No
     return simulate(snap, config, report, progress)
 
 
+def queue_windows(snap: Snapshot) -> QueueWindows | None:
+    """The queues' configured start windows and node caps by time of day, if any queue has them."""
+    config = {q.name: (q.windows, q.maxnodes, q.window_end) for q in snap.queues.values()
+              if q.windows or q.maxnodes}
+    if not config:
+        return None
+    windows = QueueWindows(config, snap.epoch)
+    return windows if windows.active else None
+
+
 def simulate(snap: Snapshot, config: Configuration, report: Report, progress=None,
              behaviour: Behaviour | None = None) -> Forecast:
     """Run the configured scheduler over the snapshot's jobs, with learned habits if given
@@ -186,12 +197,20 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
             state.limits.limit_users(caps, source=" (learned from history)")
         if behaviour.windows is not None and behaviour.windows.active:
             sim.rules = behaviour.windows
+    configured = queue_windows(snap)
+    if configured is not None:
+        sim.rules = configured if sim.rules is None else AllRules([configured, sim.rules])
     running = [job for job in snap.jobs if job.running]
     reservations: list[Any] = snap.reservations
     if not isinstance(state, NodeState):
         reservations = cores_only(snap.reservations, snap.machine)
     sim.progress = progress
     waiting = [job for job in snap.jobs if not job.running and job.reason is None and job.leader is None]
+    if sim.rules is not None:  # a queue window no opening of which fits the job: it never starts
+        for job in waiting:
+            if sim.rules.next_start(job, 0) is None:
+                job.reason = sim.rules.why(job)
+        waiting = [job for job in waiting if job.reason is None]
     sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,
             dependency.resolve(snap.jobs))
     jobsets.follow_leaders(snap.jobs)

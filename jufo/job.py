@@ -21,7 +21,7 @@ from .errors import Report
 from .lml import LmlObject
 from .node import name_pairs, parse_memory
 from .slurm import Meaning, classify, state_of
-from .values import MAX_COUNT, whole
+from .values import MAX_COUNT, MAX_SECONDS, whole
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
@@ -71,6 +71,13 @@ class Job:
     parent: str | None = None  # an array task: the object id of its array record
     leader: str | None = None  # a het job's component: the id of the component it starts with
     own_runtime: int | None = None  # a het job's leader: its own run time (it asks for all components)
+    switches: int | None = None  # Slurm's --switches=N@wait: at most N leaf switches ...
+    switch_wait: int = 0  # ... until this long after its arrival, then anywhere
+
+    @property
+    def switches_until(self) -> int | None:
+        """Until when the job asks for at most ``switches`` leaf switches (seconds from time zero)."""
+        return None if self.switches is None else self.arrival + self.switch_wait
 
     def __repr__(self) -> str:
         return f"Job({self.id})"
@@ -315,6 +322,45 @@ class JobReader:
         if obj.data.get("totalgpus", "").strip():
             gpus = self._whole(job, obj, "totalgpus", positive=False)
             job.gpus_per_node = ceil(gpus / nodes) if gpus else 0
+        if obj.data.get("switches", "").strip():
+            try:
+                job.switches, job.switch_wait = parse_switches(obj.data["switches"])
+            except ValueError as err:
+                self.report.warn(obj.label, "switches", obj.data["switches"], f"{err}; placed without it")
+
+
+SWITCH_WAIT = 300  # seconds: Slurm's max_switch_wait default, when --switches gives no time
+
+
+def parse_switches(text: str) -> tuple[int, int]:
+    """Slurm's ``--switches=count[@max-time]``: (count, seconds). The time is Slurm's: minutes,
+    ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM`` or ``D-HH:MM:SS``; without it 300 s.
+
+    >>> parse_switches("1"), parse_switches("2@10"), parse_switches("1@01:00:00"), parse_switches("1@1-0")
+    ((1, 300), (2, 600), (1, 3600), (1, 86400))
+    """
+    count, _, wait = text.strip().partition("@")
+    if not count.strip().isdigit() or int(count) < 1 or int(count) > 1 << 20:
+        raise ValueError("not a switch count (count[@max-time], e.g. 1@00:10:00)")
+    if not wait.strip():
+        return int(count), SWITCH_WAIT
+    days, _, clock = wait.strip().rpartition("-") if "-" in wait else ("", "", wait.strip())
+    parts = clock.split(":")
+    if not (days == "" or days.isdigit()) or not all(p.isdigit() for p in parts) or len(parts) > 3:
+        raise ValueError("not a Slurm time after @ (minutes, MM:SS, HH:MM:SS or D-HH:MM:SS)")
+    numbers = [int(p) for p in parts]
+    if days:  # D-HH[:MM[:SS]]
+        numbers += [0] * (3 - len(numbers))
+        seconds = int(days) * 86400 + numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
+    elif len(numbers) == 1:
+        seconds = numbers[0] * 60
+    elif len(numbers) == 2:
+        seconds = numbers[0] * 60 + numbers[1]
+    else:
+        seconds = numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
+    if seconds > MAX_SECONDS:
+        raise ValueError("a wait beyond a century")
+    return int(count), seconds
 
 
 def _int(raw: str) -> int:

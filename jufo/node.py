@@ -48,6 +48,7 @@ class Node:
     usable: bool = True  # False: Down, Drained, Maint or Unknown: no new jobs
     gpus: int = 0
     memory: int | None = None  # MB available to jobs (availmem, else physmem); None: not given
+    switch: str | None = None  # the leaf switch it hangs on (``switch``), for ``--switches`` requests
 
     def limit(self, queue: str) -> int:
         """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
@@ -82,6 +83,17 @@ class Machine:
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
         self.restricted = cache(self._restricted)
+        # leaf switches in order of first appearance; a node without one is a switch of its own
+        names: dict[str, int] = {}
+        members: list[list[int]] = []
+        for node in nodes:
+            key = node.switch if node.switch is not None else f"\0{node.index}"
+            if key not in names:
+                names[key] = len(members)
+                members.append([])
+            members[names[key]].append(node.index)
+        self.has_switches = any(n.switch is not None for n in nodes)
+        self.switch_masks = [_mask_of_indices(m) for m in members] if self.has_switches else []
 
     def _eligible(self, queue: str, cores: int, gpus: int = 0, memory: int = 0) -> int:
         """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs, ``memory``
@@ -168,7 +180,8 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
                 memory = parse_memory(obj.data[key])
             except ValueError as err:
                 report.warn(obj.label, key, obj.data[key], f"{err}; memory not checked on this node")
-        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory))
+        switch = obj.data.get("switch", "").strip() or None
+        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory, switch))
     return Machine(nodes)
 
 

@@ -1,4 +1,6 @@
-"""Queue limits (``maxjobs``, ``maxjobsperuser``, ``starters``) and their check over a time window."""
+"""Queue limits (``maxjobs``, ``maxjobsperuser``, ``starters``) and their check over a time window;
+a queue's time-of-day settings (``windows``, ``maxnodes``, ``window_end``) are read here and
+applied by :class:`jufo.windows.QueueWindows`."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ class Queue:
     maxjobs: int | None = None
     maxjobsperuser: int | None = None
     starters: int | None = None  # cores the queue may use at once
+    windows: str | None = None  # when it starts jobs: "Mon-Fri 08:00-18:00, Sat-Sun 00:00-24:00"
+    maxnodes: str | None = None  # nodes a job may have by time of day: "Mon-Fri 08:00-18:00:64"
+    window_end: bool = False  # strict: a job must also end inside its window
 
     @property
     def limited(self) -> bool:
@@ -55,8 +60,30 @@ def read_queues(objects: list[LmlObject], report: Report) -> dict[str, Queue]:
                 continue
             values[key] = value
         name = obj.name or obj.id
-        queues[name] = Queue(name, **values)
+        queues[name] = Queue(name, **values, **_time_of_day(obj, report))
     return queues
+
+
+def _time_of_day(obj: LmlObject, report: Report) -> dict:
+    """A queue's ``windows``, ``maxnodes`` and ``window_end``, checked; bad values are fatal."""
+    from .windows import parse_spans
+
+    out: dict = {}
+    for key in ("windows", "maxnodes"):
+        raw = obj.data.get(key, "").strip()
+        if not raw:
+            continue
+        try:
+            parse_spans(raw, key, with_value=key == "maxnodes")
+        except ValueError as err:
+            report.error(obj.label, key, raw, str(err))
+            continue
+        out[key] = raw
+    end = obj.data.get("window_end", "").strip().lower()
+    if end not in ("", "start", "strict"):
+        report.error(obj.label, "window_end", obj.data["window_end"], "must be strict or start")
+    out["window_end"] = end == "strict"
+    return out
 
 
 def peak(spans: Iterable[Span], start: int, end: int, weight) -> int:

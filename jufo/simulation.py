@@ -24,6 +24,7 @@ from .timeline import Kind, Timeline
 from .windows import WEEK, StartRule
 
 BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
+SWITCHES = "switch wait over"  # payload of the wake-up when a job's --switches wait lapses
 
 
 @dataclass
@@ -195,8 +196,11 @@ class Simulation(ABC):
                 job.reason = f"MaxNumJobs: only the first {limit} waiting jobs are simulated (maxnumjobs)"
             eligible = eligible[:limit]
         self.queued = len(eligible)
+        switched = getattr(self.state.machine, "has_switches", False)
         for job in eligible:
             job.shape = (self.state.shape(job) + (self.bound_to.get(job),), self.state.size(job))
+            if switched and job.switches is not None and job.switches_until > 0:
+                self.timeline.push(job.switches_until, Kind.WAKE, SWITCHES)  # it may go anywhere now
             if self.hold_back(job):
                 continue
             if job.arrival > 0:
@@ -480,6 +484,8 @@ class Backfilling(Simulation):
         else:  # bestfit: the largest that fits first; what did not fit cannot fit later in the pass
             candidates.sort(key=lambda j: (-self.state.request_cores(j), self.sorter.key(j, now)))
         for job in candidates:
+            if self.state.user_capped(job, now):  # a start earlier in this loop may have capped its user
+                continue
             resources = self.fit_now(job)
             if resources is not None:
                 self.start_job(job, now, resources, backfilled=True)

@@ -117,10 +117,13 @@ class SystemState(ABC):
 
     def shape(self, job: Job) -> tuple:
         """What must be equal for ``Failures`` to compare two requests by size and wall. (User
-        caps are not in it: a job held back by its user's cap records no failure.)"""
+        caps are not in it: a job held back by its user's cap records no failure.) Where the
+        queue caps nodes by time of day (``maxnodes``), the node count is in it too: counting
+        cores, a job of more cores on fewer nodes may start where a smaller one may not."""
         q = self.queues.get(job.queue)
         owner = job.owner if q is not None and q.maxjobsperuser is not None else None
-        return (job.queue, owner, self._per_node(job))
+        nodes = job.nodes if q is not None and q.maxnodes else None
+        return (job.queue, owner, self._per_node(job), nodes)
 
     def _per_node(self, job: Job) -> int:
         return 0
@@ -304,7 +307,9 @@ class NodeState(SystemState):
     def size(self, job: Job) -> int:
         return job.nodes
 
-    def _per_node(self, job: Job) -> tuple[int, int, int]:
+    def _per_node(self, job: Job) -> tuple:
+        if job.switches is not None and self.machine.has_switches:  # comparable only with the same ask
+            return job.cores_per_node, job.gpus_per_node, job.memory, job.switches, job.switches_until
         return job.cores_per_node, job.gpus_per_node, job.memory
 
     def size_bound(self) -> int:
@@ -327,9 +332,11 @@ class NodeState(SystemState):
         reserved = self.reserved.window(self.algebra.union)
         # candidates: running jobs' ends, and the reserved profile's breakpoints (the ends of
         # planned allocations, and their starts, which can never be the first fit: harmless)
+        until = job.switches_until if self.machine.has_switches else None
         ends = merge(
             ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(now + 1, -1))),
             ((t, -1, None) for t in self.reserved.times if t > now),
+            [(until, -1, None)] if until is not None and until > now else [],  # the switch ask lapses
         )
         t = now
         pending = next(ends, None)
@@ -415,6 +422,8 @@ class NodeState(SystemState):
         if avail.full.bit_count() + len(avail.part) < k:
             return None
         eligible = self.machine.eligible(job.queue, c, job.gpus_per_node, job.memory)
+        if job.switches is not None and self.machine.has_switches and t < job.switches_until:
+            return self._choose_switches(job, t, end, avail, eligible)
         if (allocation or self.allocation) != "lowest":
             return self._choose_ordered(job, t, end, avail, eligible, allocation or self.allocation)
         if not self.sharing:
@@ -462,7 +471,7 @@ class NodeState(SystemState):
         least; ``latest_released`` the nodes whose last holder before ``t`` ends latest (nodes
         free now last), so what is free now stays free for backfilling. Ties: lowest number.
         O(candidate nodes) per call (contiguous: O(log k) big-int operations)."""
-        k, c = job.nodes, job.cores_per_node
+        k = job.nodes
         shape = self.machine.shape
         mask, _ = self._candidates(job, t, end, avail, eligible)
         if mask.bit_count() < k:
@@ -479,15 +488,47 @@ class NodeState(SystemState):
         else:  # latest_released
             released = self._released(t)
             chosen = sorted(bits_of(mask), key=lambda n: (-released.get(n, self.now), n))[:k]
+        return self._take_nodes(job, avail, chosen)
+
+    def _choose_switches(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> NodeCores | None:
+        """Slurm's ``--switches=N``: nodes under at most N leaf switches. One switch: the one
+        whose candidates fit the job most tightly (best fit, keeping big switches whole); more:
+        the switches with the most candidates first, which needs the fewest. The lowest nodes
+        of the chosen switches. O(switches) big-int operations."""
+        k = job.nodes
+        mask, _ = self._candidates(job, t, end, avail, eligible)
+        counts = [((mask & m).bit_count(), i) for i, m in enumerate(self.machine.switch_masks)]
+        if job.switches == 1:
+            fitting = [(n, i) for n, i in counts if n >= k]
+            if not fitting:
+                return None
+            chosen_switches = [min(fitting)[1]]
+        else:
+            chosen_switches, have = [], 0
+            for n, i in sorted(counts, key=lambda c: (-c[0], c[1])):
+                if have >= k or n == 0:
+                    break
+                chosen_switches.append(i)
+                have += n
+            if have < k or len(chosen_switches) > job.switches:
+                return None
+        within = 0
+        for i in chosen_switches:
+            within |= mask & self.machine.switch_masks[i]
+        return self._take_nodes(job, avail, list(islice(bits_of(within), k)))
+
+    def _take_nodes(self, job: Job, avail: NodeCores, chosen: list[int]) -> NodeCores:
+        """``chosen`` nodes, whole (no sharing) or the lowest free cores on each."""
+        shape = self.machine.shape
         if not self.sharing:
             out = 0
             for n in chosen:
                 out |= 1 << n
             return NodeCores(out)
-        out = NodeCores()
+        nodes = NodeCores()
         for n in chosen:
-            out.add_node(n, lowest(avail.mask(n, shape), c), shape)
-        return out
+            nodes.add_node(n, lowest(avail.mask(n, shape), job.cores_per_node), shape)
+        return nodes
 
     def _released(self, t: int) -> dict[int, int]:
         """Node -> the latest end in ``(now, t]`` of a running or planned allocation on it."""

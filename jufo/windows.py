@@ -67,6 +67,15 @@ def slot_of(epoch: int) -> int:
     return (0 if day < 5 else day - 4) * 24 + epoch % DAY // HOUR
 
 
+def second_of_week(epoch: int) -> int:
+    """Seconds since Monday 00:00 (1970-01-01 was a Thursday).
+
+    >>> second_of_week(0) == 3 * DAY, second_of_week(4 * DAY + 90)
+    (True, 90)
+    """
+    return (epoch + 3 * DAY) % WEEK
+
+
 def _slot_of_hour(how: int) -> int:
     day, hour = divmod(how, 24)
     return (0 if day < 5 else day - 4) * 24 + hour
@@ -180,3 +189,258 @@ class WeeklyWindows:
                 who = "all jobs" if c == 0 else f"jobs of more than {CLASS_EDGES[c - 1]} h"
                 out.append((who, self.describe(c)))
         return out
+
+
+# -- configured windows: a queue's opening hours and size caps by time of day ---------------------
+
+DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+MINUTE = 60
+UNCAPPED = 1 << 62
+
+
+def parse_spans(text: str, key: str, with_value: bool = False) -> list[tuple[int, int, int]]:
+    """``Mon-Fri 08:00-18:00, Sat 00:00-24:00`` as (start, end, value) in seconds of the week
+    (Monday 00:00 = 0); a span crossing midnight (``22:00-06:00``) ends the next day. With
+    ``with_value`` each span ends in ``:N`` (``Mon-Fri 08:00-18:00:64``) and a bare ``N``
+    means all week. ValueError saying what is wrong.
+
+    >>> parse_spans("Mon-Fri 08:00-18:00", "windows")[:2]
+    [(28800, 64800, 0), (115200, 151200, 0)]
+    >>> parse_spans("Sun 22:00-06:00", "windows")
+    [(597600, 626400, 0)]
+    >>> parse_spans("Sat 08:00-18:00:64, 16", "maxnodes", True)[1]
+    (0, 604800, 16)
+    """
+    spans = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        value = 0
+        if with_value:
+            body, _, number = part.rpartition(":")
+            hours = part.partition(" ")[2]
+            if not number.strip().isdigit() or (hours and hours.count(":") != 3):
+                raise ValueError(f"{part!r}: ends in :N, the nodes allowed then (e.g. Mon-Fri 08:00-18:00:64)")
+            value = int(number)
+            if not body.strip():
+                spans.append((0, WEEK, value))
+                continue
+            part = body.strip()
+        days, _, hours = part.partition(" ")
+        first, last = _days(days, part)
+        lo, hi = _hours(hours.strip(), part)
+        if hi <= lo:
+            hi += DAY  # over midnight
+        d = first
+        while True:
+            spans.append((d * DAY + lo, d * DAY + hi, value))
+            if d == last:
+                break
+            d = (d + 1) % 7
+    if not spans:
+        raise ValueError(f"no span in {text!r} (e.g. {'Mon-Fri 08:00-18:00' + (':64' if with_value else '')})")
+    return spans
+
+
+def _days(text: str, part: str) -> tuple[int, int]:
+    names = [d.lower() for d in DAY_NAMES]
+    if text.lower() in ("daily", "mon-sun", "*"):
+        return 0, 6
+    first, _, last = text.partition("-")
+    try:
+        a = names.index(first.strip().lower()[:3]) if len(first.strip()) >= 3 else -1
+        b = names.index(last.strip().lower()[:3]) if last else a
+    except ValueError:
+        a = b = -1
+    if a < 0 or b < 0:
+        raise ValueError(f"{part!r}: days as Mon, Mon-Fri, Sat-Sun or daily")
+    return a, b
+
+
+def _hours(text: str, part: str) -> tuple[int, int]:
+    try:
+        lo, hi = (t.strip() for t in text.split("-"))
+        out = []
+        for t in (lo, hi):
+            h, m = t.split(":")
+            if not (h.isdigit() and m.isdigit() and len(m) == 2 and (int(h) < 24 and int(m) < 60 or t == "24:00")):
+                raise ValueError
+            out.append(int(h) * HOUR + int(m) * MINUTE)
+    except ValueError:
+        raise ValueError(f"{part!r}: hours as HH:MM-HH:MM (24:00 ends a day)") from None
+    return out[0], out[1]
+
+
+class QueueWindows:
+    """Configured start windows of queues (LoadLeveler/Moab class windows, Mallmann's batch
+    windows): per queue, the hours it may start jobs (``windows``), a node cap by time of day
+    (``maxnodes``), and with ``window_end=strict`` a job must also end before its window
+    closes (or its cap falls below its size). Per queue the week is cut into segments of one
+    cap (0 = closed); a job of n nodes may start where the cap is at least n (strict: over its
+    whole wall). Monotone: a larger or longer job of the same queue never starts earlier.
+
+    >>> from types import SimpleNamespace as J
+    >>> w = QueueWindows({"day": ("Mon-Fri 08:00-18:00", None, False)}, epoch=4 * DAY)  # Monday 00:00
+    >>> w.next_start(J(queue="day", nodes=1, wall=3600), 0)  # Monday 00:00: waits until 08:00
+    28800
+    >>> w.next_start(J(queue="night", nodes=1, wall=3600), 0)  # another queue: no window
+    0
+    """
+
+    def __init__(self, config: dict[str, tuple[str | None, str | None, bool]], epoch: int) -> None:
+        self.epoch = epoch
+        self.config = config
+        self.segments: dict[str, tuple[list[int], list[int]]] = {}  # queue -> (starts, caps)
+        for queue, (windows, maxnodes, strict) in config.items():
+            cuts = {0}
+            opened = parse_spans(windows, "windows") if windows else [(0, WEEK, 0)]
+            capped = parse_spans(maxnodes, "maxnodes", True) if maxnodes else []
+            for lo, hi, _ in opened + capped:
+                cuts.update(self._wrap(lo, hi))
+            starts = sorted(c for c in cuts if c < WEEK)
+            caps = []
+            for s in starts:
+                cap = UNCAPPED if any(self._inside(s, lo, hi) for lo, hi, _ in opened) else 0
+                for lo, hi, n in capped:
+                    if self._inside(s, lo, hi):
+                        cap = min(cap, n)
+                caps.append(cap)
+            starts, caps = self._merged(starts, caps)
+            self.segments[queue] = (starts, caps)
+        self._changes = sorted({s for starts, _ in self.segments.values() for s in starts}
+                               if any(len(s) > 1 or c[0] != UNCAPPED for s, c in self.segments.values()) else set())
+
+    @staticmethod
+    def _wrap(lo: int, hi: int) -> list[int]:
+        return [lo % WEEK, hi % WEEK]
+
+    @staticmethod
+    def _inside(s: int, lo: int, hi: int) -> bool:
+        return lo <= s < hi or lo <= s + WEEK < hi
+
+    @staticmethod
+    def _merged(starts: list[int], caps: list[int]) -> tuple[list[int], list[int]]:
+        out_s, out_c = [], []
+        for s, c in zip(starts, caps):
+            if not out_c or out_c[-1] != c:
+                out_s.append(s)
+                out_c.append(c)
+        return out_s, out_c
+
+    @property
+    def active(self) -> bool:
+        return bool(self._changes)
+
+    def _segment(self, queue: str, t: int) -> tuple[list[int], list[int], int, int] | None:
+        """The queue's segments, the index of the one holding ``t`` and ``t``'s week start."""
+        seg = self.segments.get(queue)
+        if seg is None:
+            return None
+        w = second_of_week(self.epoch + t)
+        return seg[0], seg[1], bisect_right(seg[0], w) - 1, t - w
+
+    def _first_open(self, queue: str, size: int, t: int) -> int | None:
+        """Earliest time ≥ t where the cap is at least ``size``.  O(segments)."""
+        found = self._segment(queue, t)
+        if found is None:
+            return t
+        starts, caps, i, base = found
+        for step in range(len(starts) + 1):
+            k = (i + step) % len(starts)
+            if caps[k] >= size:
+                return max(t, base + starts[k] + (i + step) // len(starts) * WEEK)
+        return None
+
+    def _first_closed(self, queue: str, size: int, t: int, until: int) -> int | None:
+        """First time in ``[t, until)`` where the cap is below ``size``, or None.  O(segments)."""
+        starts, caps, i, base = self._segment(queue, t)  # type: ignore[misc]
+        n = len(starts)
+        step = 0
+        while True:
+            k, week = (i + step) % n, (i + step) // n
+            at = max(t, base + starts[k] + week * WEEK)
+            if at >= until:
+                return None
+            if caps[k] < size:
+                return at
+            step += 1
+            if step > n and until - t > WEEK:  # a whole week without a closed segment
+                return None
+
+    def next_start(self, job: Job, t: int) -> int | None:
+        """Earliest time ≥ ``t`` at which ``job`` may start; None: never.  O(segments²) at most."""
+        config = self.config.get(job.queue)
+        if config is None:
+            return t
+        size = max(job.nodes, 1)
+        strict = config[2]
+        for _ in range(len(self.segments[job.queue][0]) + 2):
+            at = self._first_open(job.queue, size, t)
+            if at is None or not strict:
+                return at
+            closed = self._first_closed(job.queue, size, at, at + max(job.wall, 1))
+            if closed is None:
+                return at
+            t = closed
+        return None  # every opening is shorter than the job
+
+    def boundary_after(self, t: int) -> int | None:
+        """The next change of any queue's cap after ``t``.  O(log changes)."""
+        if not self._changes:
+            return None
+        w = second_of_week(self.epoch + t)
+        i = bisect_right(self._changes, w)
+        ahead = (self._changes[i] - w) if i < len(self._changes) else (self._changes[0] + WEEK - w)
+        return t + ahead
+
+    def affects(self, job: Job) -> bool:
+        return job.queue in self.config
+
+    def why(self, job: Job) -> str:
+        windows, maxnodes, strict = self.config[job.queue]
+        parts = []
+        if windows:
+            parts.append(f"queue {job.queue} starts jobs {windows}")
+        if maxnodes:
+            parts.append(f"at most these nodes then: {maxnodes} (asks {job.nodes})")
+        if strict:
+            parts.append("a job must end inside (window_end=strict)")
+        never = "never (no opening is long or wide enough): " if self.next_start(job, 0) is None else ""
+        return "Window: " + never + "; ".join(parts) + " (queue windows)"
+
+
+class AllRules:
+    """Several start rules at once (configured queue windows and windows learned from history):
+    a job starts where every rule lets it."""
+
+    def __init__(self, rules: list) -> None:
+        self.rules = rules
+
+    @property
+    def active(self) -> bool:
+        return any(r.active for r in self.rules)
+
+    def next_start(self, job: Job, t: int) -> int | None:
+        """The first time every rule allows: each rule moves ``t`` on until none does (rules are
+        periodic, so a week of moves without agreement means never)."""
+        start = t
+        while True:
+            moved = False
+            for rule in self.rules:
+                at = rule.next_start(job, t)
+                if at is None or at - start > 2 * WEEK + max(job.wall, 0):
+                    return None
+                if at != t:
+                    t, moved = at, True
+            if not moved:
+                return t
+
+    def boundary_after(self, t: int) -> int | None:
+        times = [b for b in (r.boundary_after(t) for r in self.rules) if b is not None]
+        return min(times) if times else None
+
+    def why(self, job: Job) -> str:
+        text = "; ".join(r.why(job) for r in self.rules if getattr(r, "affects", lambda j: True)(job))
+        if self.next_start(job, 0) is None and not text.startswith("Window: never"):
+            text = "Window: never (the windows together leave no opening that fits): " + text.removeprefix("Window: ")
+        return text

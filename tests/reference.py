@@ -121,10 +121,42 @@ class Reference:
                 if room < job.cores_per_node:
                     continue
             chosen.append([(node.index, c) for c in free[: job.cores_per_node]])
-        chosen = self.in_allocation_order(chosen, used, t, job.nodes)
+        if job.switches is not None and self.m.has_switches and t < job.switches_until:
+            chosen = self.under_switches(chosen, job)
+        else:
+            chosen = self.in_allocation_order(chosen, used, t, job.nodes)
         if chosen is None or len(chosen) < job.nodes:
             return None
         return frozenset(x for group in chosen[: job.nodes] for x in group)
+
+    def under_switches(self, groups: list[list], job: Job) -> list[list] | None:
+        """``--switches=N``: the candidates of one switch (the one with the fewest that
+        suffice), or of the switches with the most candidates, at most N of them."""
+        switch = lambda g: self.m.nodes[g[0][0]].switch or f"node {g[0][0]}"
+        order: list[str] = []
+        by_switch: dict[str, list] = {}
+        for n in self.m.nodes:  # switches in order of first appearance
+            key = n.switch or f"node {n.index}"
+            if key not in by_switch:
+                order.append(key)
+                by_switch[key] = []
+        for g in groups:
+            by_switch[switch(g)].append(g)
+        k = job.nodes
+        if job.switches == 1:
+            fitting = [(len(by_switch[s]), order.index(s), s) for s in order if len(by_switch[s]) >= k]
+            return by_switch[min(fitting)[2]][:k] if fitting else None
+        ranked = sorted(order, key=lambda s: (-len(by_switch[s]), order.index(s)))
+        taken: list = []
+        used = 0
+        for s in ranked:
+            if len(taken) >= k or not by_switch[s]:
+                break
+            taken += by_switch[s]
+            used += 1
+        if len(taken) < k or used > job.switches:
+            return None
+        return sorted(taken, key=lambda g: g[0][0])[:k]
 
     def in_allocation_order(self, groups: list[list], used: set, t: int, k: int) -> list[list] | None:
         """The candidate nodes (each a list of the cores it would give) in the order
@@ -148,6 +180,8 @@ class Reference:
 
     def earliest(self, job: Job, now: int):
         times = {now} | {a.end for a in self.allocs if a.end > now} | {a.start for a in self.allocs if a.start > now}
+        if job.switches is not None and self.m.has_switches and job.switches_until > now:
+            times.add(job.switches_until)
         if self.rules is not None:  # and the first allowed start after each of them
             times |= {x for x in (self.rules.next_start(job, t) for t in list(times)) if x is not None}
         for t in sorted(times):
@@ -201,6 +235,8 @@ class Reference:
                 active = t
             events = [a.end for a in self.allocs if a.end > t] + [a.start for a in reserved.values() if a.start > t]
             events += [j.queued for j in queue if j.queued > t]
+            if self.m.has_switches:  # a job's --switches wait lapses: it may go anywhere
+                events += [j.switches_until for j in queue if j.switches is not None and j.switches_until > t]
             later = list(events)
             if self.rules is not None and len(out) < len(queue):
                 # wake up where a start window changes, but not after two quiet weeks (as the engine)

@@ -78,6 +78,14 @@ def random_snapshot(seed: int) -> tuple[bytes, dict]:
         jobs[f"w{i}"] = {"state": "Idle", "owner": rng.choice(["u1", "u2"]), "queue": rng.choice(["q1", "q2"]),
                          "queuedate": format_date(queued, "%m/%d/%y-%H:%M:%S"), "wall": rng.randint(0, 40),
                          "nummachines": rng.randint(1, 2), "taskspernode": rng.randint(1, max_cores)}
+    switched = random.Random(seed * 7919 + 1)  # its own stream: the cases above stay as they were
+    if switched.random() < 0.4:  # leaf switches, and jobs asking for at most N of them for a while
+        for i, name in enumerate(nodes):
+            if switched.random() < 0.9:
+                nodes[name]["switch"] = f"s{i // switched.choice([1, 2, 3])}"
+        for name, job in jobs.items():
+            if name.startswith("w") and switched.random() < 0.5:
+                job["switches"] = switched.choice(["1", "1@0:20", "2@0:10", "1@1", "1@0:00"])
     reservations = {}
     if rng.random() < 0.3:
         name = rng.choice(list(nodes))

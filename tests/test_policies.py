@@ -16,7 +16,7 @@ from jufo.dates import format_date, parse_date
 from jufo.errors import Report
 from jufo.forecast import prepare, simulate
 from jufo.ranges import bits_of
-from jufo.windows import HOUR, SLOTS, WeeklyWindows, slot_of
+from jufo.windows import HOUR, SLOTS, WEEK, QueueWindows, WeeklyWindows, parse_spans, second_of_week, slot_of
 from reference import Reference
 from test_invariants import settings_all
 
@@ -53,7 +53,12 @@ def random_case(seed: int):
         day = rng.choice([0, 24, 48])
         closed |= {(c, day + h % 24) for h in range(first, first + rng.randint(1, 10))}
     caps = {u: rng.randint(1, 2) for u in ("u1", "u2", "u3") if rng.random() < 0.5}
-    return snapshot(jobs, nodes=nodes), closed, caps
+    queues = {}
+    if rng.random() < 0.4:  # the queue's own windows, node caps by time, window_end
+        windows, maxnodes, strict = random_queue_windows(rng)
+        queues["q"] = {k: v for k, v in (("windows", windows), ("maxnodes", maxnodes),
+                                         ("window_end", "strict" if strict else "start")) if v}
+    return snapshot(jobs, nodes=nodes, queues=queues), closed, caps
 
 
 def run(raw: bytes, settings: dict, windows: WeeklyWindows, caps: dict):
@@ -70,21 +75,25 @@ def test_windows_and_caps_match_the_reference(seed):
         snap = forecast.snapshot
         attribute = full["system_state"] == "AttributeState"
         cores = lambda r: frozenset((n, c) for n, m in r.pairs(snap.machine.shape) for c in bits_of(m))
-        waiting = [j for j in snap.jobs if not j.running]
+        rules = forecast.simulation.rules  # learned and configured windows together, checked on their own
+        waiting = [j for j in snap.jobs if not j.running and (rules is None or rules.next_start(j, 0) is not None)]
         running = [j for j in snap.jobs if j.running]
         # a cap is never below what the user runs already (the snapshot beats the history)
         caps = {u: max(c, sum(j.owner == u for j in running)) for u, c in caps.items()}
-        expected = Reference(snap.machine, {}, full, rules=windows if windows.active else None,
-                             user_caps=caps).run(running, [], waiting)
+        assert rules is not None or not windows.active
+        expected = Reference(snap.machine, {}, full, rules=rules, user_caps=caps).run(running, [], waiting)
         got = {j.id: (j.start, j.resources if attribute else cores(j.resources), j.topdog, j.backfilled)
                for j in waiting if j.start is not None}
         assert got == expected, full
+        for job in snap.jobs:
+            if not job.running and job not in waiting:  # no opening of its queue's windows fits it
+                assert job.start is None and job.reason.startswith("Window:") and "never" in job.reason, job
         for job in waiting:
             assert job.start is not None, (job, job.reason)
-            assert windows.next_start(job, job.start) == job.start, f"{job} starts in a closed slot"
+            assert rules is None or rules.next_start(job, job.start) == job.start, f"{job} starts in a closed slot"
             if job.owner in caps:
                 at_once = [j for j in snap.jobs if j.owner == job.owner and (j.running and job.start < j.end or
-                           not j.running and j.start <= job.start < j.end)]
+                           not j.running and j.start is not None and j.start <= job.start < j.end)]
                 assert len(at_once) <= caps[job.owner], f"{job.owner} over its cap"
 
 
@@ -188,3 +197,168 @@ def test_latest_released_keeps_free_nodes_for_backfilling(tmp_path):
     assert got["latest_released"]["head"]["jufo_nodelist"] == "(n1,4)(n2,4)(n4,4)(n5,4)"
     assert got["latest_released"]["small"]["jufo_starttime"] == T0
     assert got["latest_released"]["head"]["jufo_starttime"] == got["lowest"]["head"]["jufo_starttime"]
+
+
+# -- configured queue windows: windows, maxnodes, window_end ------------------------------------
+
+def queue_run(tmp_path, queues: dict, jobs: dict, nodes: int = 4) -> dict:
+    src, out = tmp_path / "qw.xml", tmp_path / "qw-out.xml"
+    src.write_bytes(snapshot(jobs, nodes={f"n{i}": 1 for i in range(1, nodes + 1)}, queues=queues))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    return {o.id: o.data for o in lml.read(str(out)).of_type("job")}
+
+
+def job_in(queue: str, wall: int, nodes: int = 1) -> dict:
+    return waiting(1, wall, nodes=nodes, queue=queue, queued="01/10/12-11:00:00")
+
+
+def test_queue_windows_hold_jobs_until_their_queue_opens(tmp_path):
+    """T0 is Tuesday 12:00: the night queue opens at 18:00, the day queue is open."""
+    queues = {"day": {"windows": "Mon-Fri 08:00-18:00"},
+              "night": {"windows": "Mon-Fri 18:00-08:00, Sat-Sun 00:00-24:00"}}
+    jobs = queue_run(tmp_path, queues, {"d": job_in("day", 3600), "n": job_in("night", 3600)})
+    assert jobs["d"]["jufo_starttime"] == T0
+    assert jobs["n"]["jufo_starttime"] == "01/10/12-18:00:00"
+
+
+def test_maxnodes_by_time_of_day(tmp_path):
+    queues = {"batch": {"maxnodes": "Mon-Fri 08:00-18:00:2"}}
+    jobs = queue_run(tmp_path, queues, {"small": job_in("batch", 3600, 2), "big": job_in("batch", 3600, 3)})
+    assert jobs["small"]["jufo_starttime"] == T0
+    assert jobs["big"]["jufo_starttime"] == "01/10/12-18:00:00"
+
+
+def test_window_end_strict_and_a_job_that_never_fits(tmp_path):
+    for end, start in (("start", T0), ("strict", "01/11/12-08:00:00")):
+        queues = {"day": {"windows": "Mon-Fri 08:00-18:00", "window_end": end}}
+        jobs = queue_run(tmp_path, queues, {"j": job_in("day", 8 * 3600)})
+        assert jobs["j"]["jufo_starttime"] == start, end
+    queues = {"day": {"windows": "Mon-Fri 08:00-18:00", "window_end": "strict"}}
+    jobs = queue_run(tmp_path, queues, {"long": job_in("day", 11 * 3600)})
+    assert "jufo_starttime" not in jobs["long"]
+    reason = jobs["long"]["jufo_reason"]
+    assert reason.startswith("Window: never (no opening is long or wide enough): queue day starts jobs "
+                             "Mon-Fri 08:00-18:00")
+    assert "window_end=strict" in reason
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("windows", "Mon-Fry 08:00-18:00", "days as Mon"),
+    ("windows", "Mon-Fri 8-18", "HH:MM-HH:MM"),
+    ("maxnodes", "Mon-Fri 08:00-18:00", "ends in :N"),
+    ("window_end", "sometimes", "strict or start"),
+])
+def test_bad_queue_windows_are_exit_2(tmp_path, key, value, says):
+    src, out = tmp_path / "bad.xml", tmp_path / "bad-out.xml"
+    src.write_bytes(snapshot({"j": job_in("day", 60)}, queues={"day": {key: value}}))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 2 and key in result.stderr and value in result.stderr and says in result.stderr
+    assert not out.exists()
+
+
+def brute_next_start(windows: QueueWindows, job, t: int) -> int | None:
+    """Minute by minute over four weeks: the first start the configured spans allow (the
+    spans start on whole minutes, so a cap holds for a whole minute)."""
+    windows_text, maxnodes, strict = windows.config[job.queue]
+    opened = parse_spans(windows_text, "w") if windows_text else [(0, WEEK, 0)]
+    capped = parse_spans(maxnodes, "m", True) if maxnodes else []
+    first = t // 60
+    minutes = range(first, first + 4 * WEEK // 60)
+
+    def cap(minute: int) -> float:
+        w = second_of_week(EPOCH + minute * 60)
+        inside = lambda lo, hi: lo <= w < hi or lo <= w + WEEK < hi
+        c = float("inf") if any(inside(lo, hi) for lo, hi, _ in opened) else 0
+        return min([c] + [n for lo, hi, n in capped if inside(lo, hi)])
+
+    good = [cap(m) >= job.nodes for m in minutes]
+    next_bad = [len(good)] * (len(good) + 1)  # first bad minute at or after each one
+    for k in range(len(good) - 1, -1, -1):
+        next_bad[k] = k if not good[k] else next_bad[k + 1]
+    for k in range(len(good) - 3 * WEEK // 60):  # a start in the first three weeks
+        x = max(t, (first + k) * 60)
+        if not good[k]:
+            continue
+        last = -(-(x + job.wall) // 60) - first  # minutes [k, last) hold the run
+        if not strict or next_bad[k] >= last:
+            return x
+    return None
+
+
+def random_queue_windows(rng: random.Random) -> tuple:
+    def span():
+        days = rng.choice(["Mon-Fri", "Sat", "Sun", "daily", "Fri-Mon", "Wed"])
+        lo, hi = rng.randint(0, 23), rng.randint(0, 24)
+        return f"{days} {lo:02d}:{rng.choice([0, 30]):02d}-{hi:02d}:00"
+    windows = ", ".join(span() for _ in range(rng.randint(1, 3))) if rng.random() < 0.7 else None
+    maxnodes = ", ".join(f"{span()}:{rng.randint(0, 3)}" for _ in range(rng.randint(1, 2))) \
+        if rng.random() < 0.5 or windows is None else None
+    return windows, maxnodes, rng.random() < 0.5
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "40"))))
+def test_queue_windows_match_a_minute_scan(seed):
+    from types import SimpleNamespace
+
+    rng = random.Random(seed)
+    config = {"q": random_queue_windows(rng)}
+    windows = QueueWindows(config, EPOCH)
+    for _ in range(5):
+        job = SimpleNamespace(queue="q", nodes=rng.randint(1, 3), wall=rng.choice([600, 3600, 5 * 3600, 20 * 3600]))
+        t = rng.randint(0, WEEK)
+        assert windows.next_start(job, t) == brute_next_start(windows, job, t), (config, job, t)
+
+
+def test_maxnodes_counting_cores_compares_nodes_not_cores(tmp_path):
+    """AttributeState: "wide" (2 nodes x 1 core) waits for the evening cap of 1 node; "fat"
+    (1 node x 4 cores) is larger in cores but starts at once."""
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    jobs = {"wide": waiting(1, 3600, nodes=2, queue="batch", queued="01/10/12-11:00:00", totalcores=2),
+            "fat": waiting(4, 3600, nodes=1, queue="batch", queued="01/10/12-11:00:01", totalcores=4)}
+    src.write_bytes(snapshot(jobs, nodes={f"n{i}": 4 for i in range(1, 4)},
+                             queues={"batch": {"maxnodes": "Mon-Fri 08:00-18:00:1"}},
+                             scheduler={"system_state": "AttributeState"}))
+    assert CliRunner().invoke(main, ["predict", str(src), "-o", str(out)]).exit_code == 0
+    got = {o.id: o.data.get("jufo_starttime") for o in lml.read(str(out)).of_type("job")}
+    assert got == {"wide": "01/10/12-18:00:00", "fat": T0}
+
+
+# -- leaf switches: Slurm's --switches=N@wait ------------------------------------------------------
+
+def switch_run(tmp_path, ask: str, busy: dict[str, int]) -> dict:
+    """Two leaf switches (s1: n1 n2, s2: n3 n4) of 4-core nodes; ``busy`` node -> seconds it
+    stays busy; a 2-node job asking ``switches=ask``."""
+    from conftest import running as run_job
+
+    nodes = {f"n{i}": {"ncores": 4, "switch": "s1" if i <= 2 else "s2"} for i in range(1, 5)}
+    jobs = {f"r{n}": run_job(4, ends, wall=ends, nodelist=f"({n},4)") for n, ends in busy.items()}
+    jobs["j"] = waiting(4, 600, nodes=2, queued=T0, **({"switches": ask} if ask else {}))
+    src, out = tmp_path / "sw.xml", tmp_path / "sw-out.xml"
+    src.write_bytes(snapshot(jobs, nodes=nodes))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    return {o.id: o.data for o in lml.read(str(out)).of_type("job")}["j"]
+
+
+def test_switches_place_under_one_switch(tmp_path):
+    assert switch_run(tmp_path, "", {"n2": 100})["jufo_nodelist"] == "(n1,4)(n3,4)"  # lowest: two switches
+    job = switch_run(tmp_path, "1", {"n2": 100})
+    assert job["jufo_nodelist"] == "(n3,4)(n4,4)" and job["jufo_starttime"] == T0
+
+
+@pytest.mark.parametrize("ask, start, nodes", [
+    ("1", "01/10/12-12:05:00", "(n1,4)(n3,4)"),  # Slurm's default wait, 300 s: then anywhere
+    ("1@30", "01/10/12-12:16:40", "(n1,4)(n2,4)"),  # 30 minutes: one switch frees up first, at 1000 s
+    ("2", T0, "(n1,4)(n3,4)"),  # two switches allowed: at once
+])
+def test_switches_wait_at_most_their_time(tmp_path, ask, start, nodes):
+    job = switch_run(tmp_path, ask, {"n2": 1000, "n4": 1000})
+    assert (job["jufo_starttime"], job["jufo_nodelist"]) == (start, nodes)
+
+
+def test_a_bad_switches_value_is_a_warning(tmp_path):
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    src.write_bytes(snapshot({"j": waiting(1, 60, switches="many")}, nodes={"n1": {"ncores": 4, "switch": "s1"}}))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 0 and "switches='many'" in result.stderr and "placed without it" in result.stderr
