@@ -29,7 +29,7 @@ DEFAULTS: dict[str, str] = {
     "backfill_order": "priority",
     "node_allocation": "lowest",
 }
-BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit")
+BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
 _YES = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
 _UNLIMITED = {"", "unlimited", "none", "inf", "-1"}

@@ -24,6 +24,7 @@ from .timeline import Kind, Timeline
 from .windows import WEEK, StartRule
 
 BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
+GREEDY_POOL = 8  # candidates Moab-style GREEDY backfilling combines: at most 2**8 sets per pass
 SWITCHES = "switch wait over"  # payload of the wake-up when a job's --switches wait lapses
 
 
@@ -479,7 +480,9 @@ class Backfilling(Simulation):
                     self._reserve(job, now)
                     continue
             candidates.append(job)
-        if self.policy.backfill_order == "shortest":
+        if self.policy.backfill_order == "greedy":
+            candidates = self._greedy(candidates, now)
+        elif self.policy.backfill_order == "shortest":
             candidates.sort(key=lambda j: (j.wall, self.sorter.key(j, now)))
         else:  # bestfit: the largest that fits first; what did not fit cannot fit later in the pass
             candidates.sort(key=lambda j: (-self.state.request_cores(j), self.sorter.key(j, now)))
@@ -489,6 +492,43 @@ class Backfilling(Simulation):
             resources = self.fit_now(job)
             if resources is not None:
                 self.start_job(job, now, resources, backfilled=True)
+
+    def _greedy(self, candidates: list[Job], now: int) -> list[Job]:
+        """Moab's GREEDY backfill: of the first GREEDY_POOL candidates (priority order) that fit
+        now one by one, start the set that fits together and uses the most cores (ties: the set
+        first in priority order), found by a depth-first search over sets that fit, trying each
+        on the state and taking it back. At most 2**GREEDY_POOL sets. Returns the candidates
+        left, in priority order, for the usual pass."""
+        pool = []
+        for job in candidates:
+            if len(pool) == GREEDY_POOL:
+                break
+            if job.wall > 0 and job not in self.bound_to and not self.state.user_capped(job, now) \
+                    and self.fit_now(job) is not None:
+                pool.append(job)
+        best: list = [0, []]
+        state = self.state
+
+        def search(first: int, chosen: list[int], cores: int) -> None:
+            if cores > best[0]:
+                best[:] = [cores, list(chosen)]
+            for k in range(first, len(pool)):
+                job = pool[k]
+                resources = state.is_insertable(job)
+                if resources is None:
+                    continue
+                trial = Allocation(now, now + job.wall, resources, state.request_cores(job), job.queue, job.owner, job)
+                state.insert(trial)
+                chosen.append(k)
+                search(k + 1, chosen, cores + state.request_cores(job))
+                chosen.pop()
+                state.finish(trial)
+
+        search(0, [], 0)
+        for k in best[1]:
+            job = pool[k]
+            self.start_job(job, now, state.is_insertable(job), backfilled=True)
+        return [job for job in candidates if job.start is None]
 
     def saturated(self, group: Any) -> bool:
         return self.held[group] >= self.policy.maxtopdogs

@@ -315,7 +315,9 @@ class Reference:
                     continue
             candidates.append(job)
         rank = {job: i for i, job in enumerate(present)}
-        if self.order == "shortest":
+        if self.order == "greedy":
+            candidates = self.greedy(candidates, t, out)
+        elif self.order == "shortest":
             candidates.sort(key=lambda j: (j.wall, rank[j]))
         else:
             candidates.sort(key=lambda j: (-self.asked(j) if not self.attribute else -j.total_cores, rank[j]))
@@ -324,6 +326,31 @@ class Reference:
             if found is not None:
                 self.hold(job, t, found)
                 out[job.id] = (t, found, False, True)
+
+    def greedy(self, candidates: list[Job], t: int, out: dict) -> list[Job]:
+        """Moab's GREEDY, plainly: every set of the first 8 candidates that fit one by one,
+        tried by holding its jobs in priority order; the set with the most cores (the first
+        such in priority order) starts."""
+        pool = [j for j in candidates if j.wall > 0 and self.fit(j, t) is not None][:8]
+        best: list = [0, []]
+
+        def search(first: int, chosen: list[int], cores: int) -> None:
+            if cores > best[0]:
+                best[:] = [cores, list(chosen)]
+            for k in range(first, len(pool)):
+                found = self.fit(pool[k], t)
+                if found is None:
+                    continue
+                alloc = self.hold(pool[k], t, found)
+                search(k + 1, chosen + [k], cores + self.asked(pool[k]))
+                self.allocs.remove(alloc)
+
+        search(0, [], 0)
+        for k in best[1]:
+            found = self.fit(pool[k], t)
+            self.hold(pool[k], t, found)
+            out[pool[k].id] = (t, found, False, True)
+        return [j for j in candidates if j.id not in out]
 
     def take_due(self, job: Job, t: int, out: dict, reserved: dict, passed_over: bool) -> bool:
         """Start ``job`` if its reservation begins at ``t``; False if it still waits."""

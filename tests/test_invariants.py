@@ -34,6 +34,7 @@ CONFIGS = [
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "node_allocation": "contiguous"},
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "node_allocation": "latest_released"},
     {"scheduling_algorithm": "FCFS", "node_allocation": "latest_released"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1", "backfill_order": "greedy"},
 ]
 
 

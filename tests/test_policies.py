@@ -362,3 +362,21 @@ def test_a_bad_switches_value_is_a_warning(tmp_path):
     src.write_bytes(snapshot({"j": waiting(1, 60, switches="many")}, nodes={"n1": {"ncores": 4, "switch": "s1"}}))
     result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
     assert result.exit_code == 0 and "switches='many'" in result.stderr and "placed without it" in result.stderr
+
+
+def test_greedy_fills_the_hole_best(tmp_path):
+    """6 cores free now for 100 s before the head's reservation: priority order starts "a"
+    (4 cores) and then neither 3-core job fits; greedy starts "b" and "c" (6 cores)."""
+    from conftest import running as run_job
+
+    jobs = {"r": run_job(2, 100, wall=100), "head": waiting(8, 100, queued="01/10/12-10:00:00", totalcores=8),
+            "a": waiting(4, 50, queued="01/10/12-10:00:01", totalcores=4),
+            "b": waiting(3, 50, queued="01/10/12-10:00:02", totalcores=3),
+            "c": waiting(3, 50, queued="01/10/12-10:00:03", totalcores=3)}
+    got = {}
+    for order in ("priority", "greedy"):
+        src, out = tmp_path / "in.xml", tmp_path / f"{order}.xml"
+        src.write_bytes(snapshot(jobs, nodes={"n1": 8}, scheduler={"backfill_order": order}))
+        assert CliRunner().invoke(main, ["predict", str(src), "-o", str(out)]).exit_code == 0
+        got[order] = {o.id for o in lml.read(str(out)).of_type("job") if o.data.get("jufo_starttime") == T0}
+    assert got == {"priority": {"a"}, "greedy": {"b", "c"}}
