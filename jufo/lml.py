@@ -272,16 +272,15 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
     same file. New data elements copy the tag and indentation of their siblings.
     """
     root = doc.tree.getroot()
-    for info_list in doc.infos.values():
-        for info in info_list:
-            for data in list(info):
-                if _local(data) == "data" and (data.get("key") or "").startswith(RESULT_PREFIX):
-                    _remove_keeping_layout(info, data)
-    information = None
     by_id = {obj.id: obj for obj in doc.objects}  # the objects' data mirror the tree
-    for obj in doc.objects:
+    for obj in doc.objects:  # only an object whose data has jufo_ keys has such elements
         if any(key.startswith(RESULT_PREFIX) for key in obj.data):
             obj.data = {k: v for k, v in obj.data.items() if not k.startswith(RESULT_PREFIX)}
+            for info in doc.infos.get(obj.id, ()):
+                for data in list(info.iterchildren("{*}data")):
+                    if (data.get("key") or "").startswith(RESULT_PREFIX):
+                        _remove_keeping_layout(info, data)
+    information = None
     for oid, pairs in results.items():
         if oid in by_id:
             by_id[oid].data.update(pairs)
@@ -295,8 +294,7 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
             doc.infos[oid] = [info]
         else:
             info = info_list[-1]
-        for key, value in pairs:
-            _append_data(info, key, value)
+        _append_data(info, pairs)
 
 
 def _sibling_tag(parent: etree._Element, local: str) -> str:
@@ -327,16 +325,28 @@ def _information_element(root: etree._Element) -> etree._Element:
     return information
 
 
-def _append_data(info: etree._Element, key: str, value: str) -> None:
-    datas = [d for d in info if _local(d) == "data"]
-    el = etree.Element(_sibling_tag(info, "data"), key=key, value=value)
-    if datas:
-        last = datas[-1]
-        el.tail = last.tail
-        last.tail = datas[-2].tail if len(datas) > 1 else info.text
-        last.addnext(el)
-    else:
-        info.append(el)
+def _append_data(info: etree._Element, pairs: list[tuple[str, str]]) -> None:
+    """``data`` elements for ``pairs`` after the info's last one, indented like its siblings
+    (one scan of the info's children for all pairs: O(children + pairs))."""
+    datas = list(info.iterchildren("{*}data"))
+    if not datas:
+        tag = _sibling_tag(info, "data")
+        for key, value in pairs:
+            info.append(etree.Element(tag, key=key, value=value))
+        return
+    last, tag = datas[-1], datas[0].tag
+    between = datas[-2].tail if len(datas) > 1 else info.text  # the indentation of a data line
+    end = last.tail
+    at_end = last.getnext() is None  # the usual case: append (faster than addnext)
+    for key, value in pairs:
+        last.tail = between
+        if at_end:
+            el = etree.SubElement(info, tag, key=key, value=value)
+        else:
+            el = etree.Element(tag, key=key, value=value)
+            last.addnext(el)
+        el.tail = end
+        last = el
 
 
 def _remove_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
