@@ -74,7 +74,7 @@ def _time_of_day(obj: LmlObject, report: Report) -> dict:
         if not raw:
             continue
         try:
-            parse_spans(raw, key, with_value=key == "maxnodes")
+            parse_spans(raw, with_value=key == "maxnodes")
         except ValueError as err:
             report.error(obj.label, key, raw, str(err))
             continue

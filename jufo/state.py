@@ -429,13 +429,7 @@ class NodeState(SystemState):
         if not self.sharing:
             chosen = lowest(avail.full & eligible, k)
             return None if chosen is None else NodeCores(chosen)
-        restricted = self.machine.restricted(job.queue)
-        partial = [
-            n for n, mask in avail.part.items()
-            if mask.bit_count() >= c and (eligible >> n) & 1
-            and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)
-        ]
-        partial.sort()
+        partial = sorted(self._partial(job, t, end, avail, eligible))
         whole = lowest(avail.full & eligible, k)
         if whole is None:
             whole = avail.full & eligible
@@ -448,21 +442,22 @@ class NodeState(SystemState):
             out.add_node(n, lowest(avail.mask(n, shape), c), shape)
         return out
 
-    def _candidates(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> tuple[int, list[int]]:
-        """Nodes ``job`` could take in ``avail``: as a mask, and partly free ones as a list."""
+    def _partial(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> list[int]:
+        """Partly free nodes of ``avail`` where ``job`` fits (enough free cores, eligible, and
+        room in the queue's share of a restricted node), unsorted."""
         c = job.cores_per_node
-        whole = avail.full & eligible
-        if not self.sharing:
-            return whole, []
         restricted = self.machine.restricted(job.queue)
-        partial = [
-            n for n, mask in avail.part.items()
-            if mask.bit_count() >= c and (eligible >> n) & 1
-            and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)
-        ]
-        for n in partial:
-            whole |= 1 << n
-        return whole, partial
+        return [n for n, mask in avail.part.items()
+                if mask.bit_count() >= c and (eligible >> n) & 1
+                and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)]
+
+    def _candidates(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> int:
+        """Mask of the nodes ``job`` could take in ``avail``: whole free ones and partly free ones."""
+        whole = avail.full & eligible
+        if self.sharing:
+            for n in self._partial(job, t, end, avail, eligible):
+                whole |= 1 << n
+        return whole
 
     def _choose_ordered(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int,
                         allocation: str) -> NodeCores | None:
@@ -473,7 +468,7 @@ class NodeState(SystemState):
         O(candidate nodes) per call (contiguous: O(log k) big-int operations)."""
         k = job.nodes
         shape = self.machine.shape
-        mask, _ = self._candidates(job, t, end, avail, eligible)
+        mask = self._candidates(job, t, end, avail, eligible)
         if mask.bit_count() < k:
             return None
         if allocation == "contiguous":
@@ -496,7 +491,7 @@ class NodeState(SystemState):
         the switches with the most candidates first, which needs the fewest. The lowest nodes
         of the chosen switches. O(switches) big-int operations."""
         k = job.nodes
-        mask, _ = self._candidates(job, t, end, avail, eligible)
+        mask = self._candidates(job, t, end, avail, eligible)
         counts = [((mask & m).bit_count(), i) for i, m in enumerate(self.machine.switch_masks)]
         if job.switches == 1:
             fitting = [(n, i) for n, i in counts if n >= k]

@@ -198,17 +198,17 @@ MINUTE = 60
 UNCAPPED = 1 << 62
 
 
-def parse_spans(text: str, key: str, with_value: bool = False) -> list[tuple[int, int, int]]:
+def parse_spans(text: str, with_value: bool = False) -> list[tuple[int, int, int]]:
     """``Mon-Fri 08:00-18:00, Sat 00:00-24:00`` as (start, end, value) in seconds of the week
     (Monday 00:00 = 0); a span crossing midnight (``22:00-06:00``) ends the next day. With
     ``with_value`` each span ends in ``:N`` (``Mon-Fri 08:00-18:00:64``) and a bare ``N``
     means all week. ValueError saying what is wrong.
 
-    >>> parse_spans("Mon-Fri 08:00-18:00", "windows")[:2]
+    >>> parse_spans("Mon-Fri 08:00-18:00")[:2]
     [(28800, 64800, 0), (115200, 151200, 0)]
-    >>> parse_spans("Sun 22:00-06:00", "windows")
+    >>> parse_spans("Sun 22:00-06:00")
     [(597600, 626400, 0)]
-    >>> parse_spans("Sat 08:00-18:00:64, 16", "maxnodes", True)[1]
+    >>> parse_spans("Sat 08:00-18:00:64, 16", True)[1]
     (0, 604800, 16)
     """
     spans = []
@@ -293,8 +293,8 @@ class QueueWindows:
         self.segments: dict[str, tuple[list[int], list[int]]] = {}  # queue -> (starts, caps)
         for queue, (windows, maxnodes, strict) in config.items():
             cuts = {0}
-            opened = parse_spans(windows, "windows") if windows else [(0, WEEK, 0)]
-            capped = parse_spans(maxnodes, "maxnodes", True) if maxnodes else []
+            opened = parse_spans(windows) if windows else [(0, WEEK, 0)]
+            capped = parse_spans(maxnodes, True) if maxnodes else []
             for lo, hi, _ in opened + capped:
                 cuts.update(self._wrap(lo, hi))
             starts = sorted(c for c in cuts if c < WEEK)

@@ -261,8 +261,8 @@ def brute_next_start(windows: QueueWindows, job, t: int) -> int | None:
     """Minute by minute over four weeks: the first start the configured spans allow (the
     spans start on whole minutes, so a cap holds for a whole minute)."""
     windows_text, maxnodes, strict = windows.config[job.queue]
-    opened = parse_spans(windows_text, "w") if windows_text else [(0, WEEK, 0)]
-    capped = parse_spans(maxnodes, "m", True) if maxnodes else []
+    opened = parse_spans(windows_text) if windows_text else [(0, WEEK, 0)]
+    capped = parse_spans(maxnodes, True) if maxnodes else []
     first = t // 60
     minutes = range(first, first + 4 * WEEK // 60)
 
