@@ -503,11 +503,13 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool, per_job: bool
         same = {key: predicted[key] for key in estimates if key in predicted}
         compared = {"batch_estimate": evaluation.prediction_errors(estimates, actual),
                     "jufo_same_jobs": evaluation.prediction_errors(same, actual)}
-    rows = evaluation.per_job(predicted, actual, estimates) if per_job else None
+    rows = None
+    if per_job:  # dates as ISO text, for the table and the JSON alike
+        rows = [{k: format_date(v, ISO) if k in ("predicted_start", "actual_start", "batch_estimate") else v
+                 for k, v in row.items()} for row in evaluation.per_job(predicted, actual, estimates)]
     if as_json:
         if rows is not None:
-            compared["jobs"] = [{k: format_date(v, ISO) if k in ("predicted_start", "actual_start", "batch_estimate")
-                                 else v for k, v in row.items()} for row in rows]
+            compared["jobs"] = rows
         click.echo(json_text("evaluate", {"errors": errors, "schedule": schedule, **compared}))
         return
     sections = [("prediction error (actual - predicted start)", errors)]
@@ -521,18 +523,13 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool, per_job: bool
 
 def _per_job_table(rows: list[dict]) -> str:
     """``evaluate --per-job``'s table: one line per job, ISO dates, errors in seconds."""
-    from .dates import format_date
-    from .views import ISO
-
     estimate = any("batch_estimate" in row for row in rows)
     head = ["JOBID", "PREDICTED_START", "ACTUAL_START", "ERROR_S"] + (["BATCH_EST", "BATCH_ERROR_S"] if estimate else [])
     table = [head]
     for row in rows:
-        cells = [row["job"], format_date(row["predicted_start"], ISO), format_date(row["actual_start"], ISO),
-                 str(row["error"])]
+        cells = [row["job"], row["predicted_start"], row["actual_start"], str(row["error"])]
         if estimate:
-            has = "batch_estimate" in row
-            cells += [format_date(row["batch_estimate"], ISO) if has else "N/A", str(row["batch_error"]) if has else "N/A"]
+            cells += [row.get("batch_estimate", "N/A"), str(row.get("batch_error", "N/A"))]
         table.append(cells)
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     return "\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)

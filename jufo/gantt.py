@@ -24,6 +24,7 @@ from .dates import format_date
 from .errors import InputError, Report
 from .lml import Document
 from .node import Machine, compress_hostlist, read_nodes
+from .ranges import ranges_of
 from .views import Bar, bars, duration, now_of
 
 WIDTH, TOP, BOTTOM, RIGHT = 1200, 96, 56, 24  # plot width and margins in pixels
@@ -237,18 +238,15 @@ def _cut(hosts: str, width: int = 60) -> str:
 
 
 def _runs(numbers: list[int]) -> list[tuple[int, int]]:
-    """Runs of consecutive numbers.
+    """Runs of consecutive node numbers (``ranges_of`` over their mask).
 
     >>> _runs([5, 1, 2, 3, 7, 8])
     [(1, 3), (5, 5), (7, 8)]
     """
-    out: list[tuple[int, int]] = []
-    for n in sorted(set(numbers)):
-        if out and n == out[-1][1] + 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return out
+    mask = 0
+    for n in numbers:
+        mask |= 1 << n
+    return ranges_of(mask)
 
 
 def _by_jobs(drawn: list[Bar], reservations, t0: int, end: int, now: int) -> Chart:

@@ -36,7 +36,7 @@ class Policy:
     topdogs_per_queue: bool = False
     maxnumjobs: int | None = None
     horizon: int | None = None
-    backfill_order: str = "priority"  # which backfill candidates go first: priority, shortest, bestfit
+    backfill_order: str = "priority"  # which backfill candidates go first: priority, shortest, bestfit, greedy
 
 
 class Simulation(ABC):
@@ -452,9 +452,10 @@ class Backfilling(Simulation):
         """A pass with another backfill order (``backfill_order``): in priority order, jobs start
         at their reservation, the head starts while it fits, and jobs that fit nowhere now take
         a reservation while the top-dog limit allows (as in the usual pass). The others are the
-        backfill candidates, tried after that: the shortest wall first (``shortest``: SJBF), or
-        the most cores first (``bestfit``: each start leaves the fewest cores idle, as Moab's
-        BESTFIT). Every job is looked at in every pass: O(jobs log jobs)."""
+        backfill candidates, tried after that: the shortest wall first (``shortest``: SJBF), the
+        most cores first (``bestfit``: each start leaves the fewest cores idle, as Moab's
+        BESTFIT), or the best-filling set first (``greedy``, see ``_greedy``). Every job is
+        looked at in every pass: O(jobs log jobs)."""
         self.recheck = False
         self.failed = Failures()
         passed = False

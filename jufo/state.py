@@ -436,11 +436,7 @@ class NodeState(SystemState):
         chosen_nodes = list(islice(merge(partial, bits_of(whole)), k))
         if len(chosen_nodes) < k:
             return None
-        shape = self.machine.shape
-        out = NodeCores()
-        for n in chosen_nodes:
-            out.add_node(n, lowest(avail.mask(n, shape), c), shape)
-        return out
+        return self._take_nodes(job, avail, chosen_nodes)
 
     def _partial(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> list[int]:
         """Partly free nodes of ``avail`` where ``job`` fits (enough free cores, eligible, and
@@ -529,7 +525,7 @@ class NodeState(SystemState):
         """Node -> the latest end in ``(now, t]`` of a running or planned allocation on it."""
         out: dict[int, int] = {}
         now = self.now
-        ends = [a for a in self.running.irange_key(min_key=(now + 1, -1), max_key=(t, float("inf")))]
+        ends = list(self.running.irange_key(min_key=(now + 1, -1), max_key=(t, float("inf"))))
         ends += [a for a in self.planned.irange_key(max_key=(t, float("inf")))
                  if now < a.end <= t and a.end > a.start]
         for a in ends:

@@ -54,7 +54,7 @@ def hour_of_week(epoch: int) -> int:
     >>> hour_of_week(0), hour_of_week(4 * DAY + 3 * HOUR)
     (72, 3)
     """
-    return ((epoch // DAY + 3) % 7) * 24 + epoch % DAY // HOUR
+    return second_of_week(epoch) // HOUR
 
 
 def slot_of(epoch: int) -> int:
@@ -74,6 +74,16 @@ def second_of_week(epoch: int) -> int:
     (True, 90)
     """
     return (epoch + 3 * DAY) % WEEK
+
+
+def _ahead(points: list[int], x: int, period: int) -> int:
+    """How far past ``x`` the next of the sorted ``points`` of a cycle of ``period`` lies.
+
+    >>> _ahead([2, 5], 3, 7), _ahead([2, 5], 5, 7), _ahead([2, 5], 6, 7)
+    (2, 4, 3)
+    """
+    i = bisect_right(points, x)
+    return (points[i] - x) if i < len(points) else (points[0] + period - x)
 
 
 def _slot_of_hour(how: int) -> int:
@@ -156,9 +166,7 @@ class WeeklyWindows:
         if not self._changes:
             return None
         how = hour_of_week(self.epoch + t)
-        i = bisect_right(self._changes, how)
-        ahead = (self._changes[i] - how) if i < len(self._changes) else (self._changes[0] + 168 - how)
-        return t - (self.epoch + t) % HOUR + ahead * HOUR
+        return t - (self.epoch + t) % HOUR + _ahead(self._changes, how, 168) * HOUR
 
     def why(self, job: Job) -> str:
         c = wall_class(job.wall)
@@ -296,7 +304,7 @@ class QueueWindows:
             opened = parse_spans(windows) if windows else [(0, WEEK, 0)]
             capped = parse_spans(maxnodes, True) if maxnodes else []
             for lo, hi, _ in opened + capped:
-                cuts.update(self._wrap(lo, hi))
+                cuts.update((lo % WEEK, hi % WEEK))
             starts = sorted(c for c in cuts if c < WEEK)
             caps = []
             for s in starts:
@@ -307,12 +315,8 @@ class QueueWindows:
                 caps.append(cap)
             starts, caps = self._merged(starts, caps)
             self.segments[queue] = (starts, caps)
-        self._changes = sorted({s for starts, _ in self.segments.values() for s in starts}
-                               if any(len(s) > 1 or c[0] != UNCAPPED for s, c in self.segments.values()) else set())
-
-    @staticmethod
-    def _wrap(lo: int, hi: int) -> list[int]:
-        return [lo % WEEK, hi % WEEK]
+        # where some queue's cap changes; none if every queue is open and uncapped all week
+        self._changes = sorted({s for starts, caps in self.segments.values() if caps != [UNCAPPED] for s in starts})
 
     @staticmethod
     def _inside(s: int, lo: int, hi: int) -> bool:
@@ -388,10 +392,7 @@ class QueueWindows:
         """The next change of any queue's cap after ``t``.  O(log changes)."""
         if not self._changes:
             return None
-        w = second_of_week(self.epoch + t)
-        i = bisect_right(self._changes, w)
-        ahead = (self._changes[i] - w) if i < len(self._changes) else (self._changes[0] + WEEK - w)
-        return t + ahead
+        return t + _ahead(self._changes, second_of_week(self.epoch + t), WEEK)
 
     def affects(self, job: Job) -> bool:
         return job.queue in self.config
