@@ -149,6 +149,11 @@ class Window:
     def over(self, t: int, end: int) -> Any:
         times, values, combine = self.times, self.values, self.combine
         end = max(end, t + 1)
+        if self.next < len(times) and times[self.next] <= t:
+            # every segment held ends by t (a caller skipped ahead): start afresh at t's
+            # segment instead of combining the skipped ones
+            self.first = self.next = bisect_right(times, t) - 1
+            self.front, self.back, self.back_total = [], [], None
         while self.next < len(times) and times[self.next] < end:
             value = values[self.next]
             self.back.append(value)

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from collections import Counter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from .errors import Report
@@ -25,7 +26,8 @@ from .windows import WEEK, StartRule
 
 BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
 GREEDY_POOL = 8  # candidates Moab-style GREEDY backfilling combines: at most 2**8 sets per pass
-SWITCHES = "switch wait over"  # payload of the wake-up when a job's --switches wait lapses
+SWITCHES = "switch wait over"
+ORDER = attrgetter("order_key")  # a job's place in a static priority order  # payload of the wake-up when a job's --switches wait lapses
 
 
 @dataclass
@@ -542,7 +544,8 @@ class Backfilling(Simulation):
         slot it fits now if that is earlier; the others keep theirs. So no job ever starts
         later than its reservation (conservative backfilling with compression; with one top
         dog, EASY as published). Only a job that can move is re-planned."""
-        for job in sorted(self.reserved, key=lambda j: self.sorter.key(j, now)):
+        static = self.waiting.static  # then every queued job carries its key
+        for job in sorted(self.reserved, key=ORDER if static else lambda j: self.sorter.key(j, now)):
             alloc = self.reserved[job]
             if alloc.start <= now:
                 continue  # starts in this pass
@@ -550,12 +553,9 @@ class Backfilling(Simulation):
             found = home.earlier(job, alloc, self.policy.horizon, self.start_rule(job))
             if found is None:
                 continue  # keeps its slot
-            t, resources = found
-            moved = Allocation(t, t + job.wall, resources, alloc.cores, job.queue, job.owner, job)
-            home.plan(moved)
-            moved.home = home
+            moved = home.replan(alloc, *found)
             self.reserved[job] = moved
-            self.timeline.push(t, Kind.WAKE, moved)
+            self.timeline.push(moved.start, Kind.WAKE, moved)
         self.ended_early = False
 
     def group(self, job: Job) -> str | None:

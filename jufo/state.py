@@ -157,14 +157,23 @@ class SystemState(ABC):
     def earlier(self, job: Job, alloc: Allocation, horizon: int | None = None,
                 allowed: Callable[[int], int | None] | None = None) -> tuple[int, Any] | None:
         """A slot for ``job`` earlier than its reservation ``alloc`` (as ``earliest`` would
-        find with ``alloc`` dropped), with ``alloc`` then dropped; or None, ``alloc`` kept.
-        For compression, where most reservations cannot move. Here: drop, search, put back."""
+        find with ``alloc`` dropped), or None; ``alloc`` stays planned either way (``replan``
+        moves it). For compression, where most reservations cannot move. Here: drop,
+        search, put back."""
         self.unplan(alloc)
         found = self.earliest(job, horizon, allowed)
-        if found is None or found[0] >= alloc.start:
-            self.plan(alloc)
-            return None
-        return found
+        self.plan(alloc)
+        return None if found is None or found[0] >= alloc.start else found
+
+    def replan(self, alloc: Allocation, start: int, resources: Any) -> Allocation:
+        """Move the planned ``alloc`` to ``start`` on ``resources`` (same length); returns the
+        new allocation, held by this state."""
+        moved = Allocation(start, start + alloc.end - alloc.start, resources, alloc.cores, alloc.queue,
+                           alloc.user, alloc.job)
+        self.unplan(alloc)
+        self.plan(moved)
+        moved.home = self
+        return moved
 
     def _limited(self, job: Job, t: int) -> bool:
         return self.limits.active and self.queue_limit(job, t) is not None
@@ -619,7 +628,7 @@ class AttributeState(SystemState):
         if allowed is not None:
             return self._earliest_allowed(job, horizon, allowed)
         if not self.limits.active:  # the plain scan; limits need a look at every tried time
-            t = self._first_fit(job.total_cores, max(job.wall, 1), FOREVER, 0, 0)
+            t = self._first_fit(job.total_cores, max(job.wall, 1))
             return (t, job.total_cores) if self._in_bounds(t, job, horizon) else None
         for t, free in self.profile.windows(self.now, job.wall, min):
             if horizon is not None and t > horizon:
@@ -632,48 +641,58 @@ class AttributeState(SystemState):
 
     def earlier(self, job: Job, alloc: Allocation, horizon: int | None = None,
                 allowed: Callable[[int], int | None] | None = None) -> tuple[int, Any] | None:
-        """One scan of the free-cores profile up to the reservation's start, reading the
-        reservation's own cores as free, so nothing changes unless the job moves:
-        O(segments before ``alloc.start``) comparisons. Limits and start windows take the
-        general path."""
+        """One scan of the free-cores profile up to the reservation's start (see
+        ``_first_fit``), so nothing changes unless the job moves: O(segments before
+        ``alloc.start``) comparisons. Limits and start windows take the general path."""
         if allowed is not None or self.limits.active:
             return super().earlier(job, alloc, horizon, allowed)
-        t = self._first_fit(job.total_cores, max(job.wall, 1), alloc.start, alloc.start, alloc.end)
-        if not self._in_bounds(t, job, horizon):
-            return None
-        self.unplan(alloc)
-        return t, job.total_cores
+        t = self._first_fit(job.total_cores, max(job.wall, 1), alloc.start)
+        return (t, job.total_cores) if self._in_bounds(t, job, horizon) else None
+
+    def replan(self, alloc: Allocation, start: int, resources: int) -> Allocation:
+        """Without limits, one change of the profile where the old and new intervals differ
+        (a move by less than the wall leaves their overlap alone).  O(segments changed)."""
+        if self.limits.active or start > alloc.start:
+            return super().replan(alloc, start, resources)
+        moved = Allocation(start, start + alloc.end - alloc.start, resources, alloc.cores, alloc.queue,
+                           alloc.user, alloc.job)
+        SystemState.unplan(self, alloc)
+        SystemState.plan(self, moved)
+        self.profile.merge = True
+        self.profile.subtract(start, min(alloc.start, moved.end), resources)
+        self.profile.add(max(alloc.start, moved.end, self.now), alloc.end, alloc.resources)
+        moved.home = self
+        return moved
 
     def _in_bounds(self, t: int | None, job: Job, horizon: int | None) -> bool:
         """Is a found start ``t`` usable: by the horizon, and ending by a reservation's own end?"""
         return t is not None and (horizon is None or t <= horizon) and (
             self.deadline is None or t + job.wall <= self.deadline)
 
-    def _first_fit(self, need: int, span: int, before: int, own_start: int, own_end: int) -> int | None:
+    def _first_fit(self, need: int, span: int, before: int = FOREVER) -> int | None:
         """The earliest ``t < before`` with at least ``need`` cores free throughout
-        ``[t, t+span)``, counting ``need`` more free during ``[own_start, own_end)`` (the
-        job's own reservation, made breakpoints first). A run of segments with enough
-        cores that lasts ``span`` starts at its first breakpoint.  O(segments scanned).
+        ``[t, min(t+span, before))``: a run of segments with enough cores that lasts ``span``,
+        or reaches ``before``, starts at its first breakpoint.  O(segments before the answer).
+
+        For compression ``before`` is the job's own reservation's start: from there on its own
+        cores are free for it, and a start before it ends before the reservation does, so
+        only the time before it needs a look (and the profile is not touched).
 
         >>> from jufo.node import Machine, Node
         >>> s = AttributeState(Machine([Node(0, "n", "n", 4, None)]), {})
         >>> s.profile.subtract(0, 10, 3); s.profile.subtract(20, 30, 2)
-        >>> s._first_fit(3, 15, 100, 0, 0), s._first_fit(3, 15, 100, 20, 30), s._first_fit(3, 15, 25, 0, 0)
+        >>> s._first_fit(3, 15), s._first_fit(3, 15, 20), s._first_fit(3, 15, 10)
         (30, 10, None)
         """
-        if own_end > own_start:  # merging may have dropped them; the scan needs them
-            self.profile.split(own_start)
-            self.profile.split(own_end)
         times, values = self.profile.times, self.profile.values
         start = None
         for i in range(len(times)):
             t = times[i]
+            if t >= before:
+                return start
             if start is not None and t >= start + span:
                 return start
-            if start is None and t >= before:
-                return None
-            free = values[i] + need if own_start <= t < own_end else values[i]
-            if free >= need:
+            if values[i] >= need:
                 if start is None:
                     start = t
             else:
