@@ -51,6 +51,8 @@ def parse(text: str) -> list[tuple[str, str]] | None:
 
 def resolve(jobs: list[Job]) -> dict[Job, list[tuple[str, Job]]]:
     """For each job with a dependency, the jobs of the snapshot it waits for, and for what."""
+    if all(job.data.get("dependency", "").strip().lower() in _NONE for job in jobs):
+        return {}  # the usual case: no job names another
     by_name: dict[str, list[Job]] = {}
     for job in jobs:
         names = [job.id, job.data.get("name", ""), job.data.get("step", "")]

@@ -81,6 +81,49 @@ class Failures:
         self._frontier[shape] = kept
 
 
+class Reach:
+    """Earliest starts found since the state last gave anything back, per request shape.
+
+    While resources are only taken (a pass starts jobs and makes reservations), a request
+    needing at least as many nodes (or cores) for at least as long, of the same shape, fits
+    no earlier than one found before: its search may begin there. ``SystemState`` forgets
+    everything when resources come back (an end, a dropped reservation, the clock moving).
+    Kept per shape as a small list of (size, wall, start); None as start: fits never.
+
+    >>> r = Reach()
+    >>> r.add(("q",), 4, 100, 500); r.add(("q",), 8, 50, None)
+    >>> r.start(("q",), 4, 100), r.start(("q",), 6, 200), r.start(("q",), 2, 100), r.start(("q",), 9, 60)
+    (500, 500, 0, None)
+    """
+
+    LIMIT = 32  # entries per shape: the oldest go first
+
+    def __init__(self) -> None:
+        self.found: dict[tuple, list[tuple[int, int, int | None]]] = {}
+
+    def start(self, shape: tuple, size: int, wall: int) -> int | None:
+        """Where a search for this request may begin (0: anywhere), None: it fits never.  O(entries)."""
+        best = 0
+        for s, w, t in self.found.get(shape, ()):
+            if s <= size and w <= wall:
+                if t is None:
+                    return None
+                best = max(best, t)
+        return best
+
+    def add(self, shape: tuple, size: int, wall: int, t: int | None) -> None:
+        """Record a search's answer, dropping entries it makes redundant.  O(entries)."""
+        never = t is None
+        kept = [(s, w, u) for s, w, u in self.found.get(shape, ())
+                if not (s >= size and w >= wall and (never or (u is not None and u <= t)))]
+        kept.append((size, wall, t))
+        self.found[shape] = kept[-self.LIMIT:]
+
+    def clear(self) -> None:
+        if self.found:
+            self.found = {}
+
+
 class SystemState(ABC):
     """Resource manager: which resources are used now and planned later, and where jobs fit."""
 
@@ -93,6 +136,7 @@ class SystemState(ABC):
         self.version = 0  # bumped by every change; keys the per-pass cache of free windows
         self.deadline: int | None = None  # a reservation's own state: nothing may end later
         self._windows: dict[tuple[int, int], Any] = {}
+        self.reach = Reach()  # earliest starts found while resources were only taken
 
     # -- what subclasses provide ------------------------------------------------------------
     @abstractmethod
@@ -194,6 +238,8 @@ class SystemState(ABC):
     # -- changes -----------------------------------------------------------------------------
     def advance(self, now: int) -> None:
         """Move the clock to ``now``."""
+        if now != self.now:
+            self.reach.clear()
         self.now = now
 
     def _confine(self, resources: Any, start: int, end: int) -> None:
@@ -220,6 +266,7 @@ class SystemState(ABC):
         self._give(alloc.resources)
         self.limits.discard(alloc)
         self.version += 1
+        self.reach.clear()
 
     def plan(self, alloc: Allocation) -> None:
         """Hold ``alloc``'s resources for ``[start, end)`` (a reservation)."""
@@ -230,6 +277,7 @@ class SystemState(ABC):
         """Drop a reservation."""
         self.limits.discard(alloc)
         self.version += 1
+        self.reach.clear()
 
 
 FOREVER = 2**62
@@ -332,9 +380,24 @@ class NodeState(SystemState):
         Free throughout ``[t, t+wall)`` = free now, plus what running jobs have released by
         ``t`` (they never take anything back), less the union of the reservations in the
         window, from a sliding window over the reserved-resources profile. O(releases)
-        set operations in all.
+        set operations in all. A larger or longer request of the same shape searched before
+        (see ``Reach``) lets the sweep begin where that one fitted.
         """
+        if self.limits.active or allowed is not None:  # limits and windows are the job's own
+            return self._earliest_from(job, horizon, allowed, self.now)
+        shape = self.shape(job)
+        begin = self.reach.start(shape, job.nodes, job.wall)
+        found = None if begin is None else self._earliest_from(job, horizon, allowed, max(begin, self.now))
+        self.reach.add(shape, job.nodes, job.wall, None if found is None else found[0])
+        return found
+
+    def _earliest_from(self, job: Job, horizon: int | None, allowed: Callable[[int], int | None] | None,
+                       begin: int) -> tuple[int, NodeCores] | None:
+        """``earliest``, trying ``begin`` and the release times after it."""
         now, wall, k = self.now, job.wall, job.nodes
+        if begin > now and ((horizon is not None and begin > horizon)
+                            or (self.deadline is not None and begin + wall > self.deadline)):
+            return None
         shape = self.machine.shape
         eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
         base = self.free.copy()
@@ -347,7 +410,7 @@ class NodeState(SystemState):
             ((t, -1, None) for t in self.reserved.times if t > now),
             [(until, -1, None)] if until is not None and until > now else [],  # the switch ask lapses
         )
-        t = now
+        t = begin
         pending = next(ends, None)
         while True:
             while pending is not None and pending[0] <= t:

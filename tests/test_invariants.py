@@ -202,3 +202,35 @@ def test_same_as_reference(seed):
         again = {j.id: (j.start, j.resources if attribute else cores(j.resources), j.topdog, j.backfilled)
                  for j in forecast.jobs if not j.running and j.start is not None}
         assert again == expected, full
+
+
+@pytest.mark.parametrize("settings", [{"maxtopdogs": "all"}, {"maxtopdogs": "all", "node_sharing": "yes"},
+                                      {"maxtopdogs": "all", "actual": "yes"}])
+def test_reach_changes_nothing(settings, monkeypatch):
+    """Conservative backfilling on a JUROPA-like snapshot (two queues on their own nodes, 400
+    jobs) gives the same output whether or not searches begin where a larger or longer
+    request of the same shape fitted (state.Reach), and the memo is really used."""
+    from jufo.bench import Shape, generate
+    from jufo.state import Reach
+
+    settings = dict(settings)
+    actual = settings.pop("actual", None)
+    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, **({"node_sharing": settings.pop("node_sharing")}
+                                                                     if "node_sharing" in settings else {})))
+    if actual:  # jobs end before their wall: compression, and reach cleared at every end
+        raw = raw.replace(b'<data key="wall" value="', b'<data key="actualruntime" value="1800"/><data key="wall" value="')
+    settings = {"scheduling_algorithm": "Backfilling", **settings}
+    hits = []
+    start = Reach.start
+
+    def counted(self, shape, size, wall):
+        t = start(self, shape, size, wall)
+        hits.append(t)
+        return t
+
+    monkeypatch.setattr(Reach, "start", counted)
+    _, with_reach = run(raw, settings)
+    assert any(t for t in hits), "no search began later: the case tests nothing"
+    monkeypatch.setattr(Reach, "start", lambda self, shape, size, wall: 0)
+    _, without = run(raw, settings)
+    assert with_reach == without
