@@ -289,6 +289,7 @@ class NodeAlgebra:
 
     def __init__(self, shape: list[int]) -> None:
         self.shape = shape
+        self._full, self._inverse = 0, -1  # the last whole-node mask subtracted, and its complement
 
     def copy(self, a: NodeCores) -> NodeCores:
         return a.copy()
@@ -298,7 +299,14 @@ class NodeAlgebra:
         return a
 
     def subtract(self, a: NodeCores, b: NodeCores) -> NodeCores:
-        a.subtract(b, self.shape)
+        """``a - b``; whole nodes only: one big-int AND with ``b``'s complement, which is
+        computed once for all the segments a reservation spans."""
+        if a.part or b.part:
+            a.subtract(b, self.shape)
+            return a
+        if b.full is not self._full:
+            self._full, self._inverse = b.full, ~b.full
+        a.full &= self._inverse
         return a
 
     def union(self, a: NodeCores, b: NodeCores) -> NodeCores:
@@ -325,6 +333,9 @@ class NodeState(SystemState):
         self.algebra = NodeAlgebra(machine.shape)
         self.reserved = Profile(0, NodeCores(), self.algebra)  # resources planned allocations hold
         self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, a.seq))
+        # (end, seq) of every CHECKPOINT-th running allocation and what is free once it ended
+        self.checkpoints: tuple[list[tuple[int, int]], list[NodeCores]] = ([], [])
+        self.overlapped = False  # two running allocations share a core: no checkpoints
         self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
@@ -400,15 +411,16 @@ class NodeState(SystemState):
             return None
         shape = self.machine.shape
         eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
-        base = self.free.copy()
+        base = self._free_at(begin)
         reserved = self.reserved.window(self.algebra.union)
         # candidates: running jobs' ends, and the reserved profile's breakpoints (the ends of
         # planned allocations, and their starts, which can never be the first fit: harmless)
         until = job.switches_until if self.machine.has_switches else None
+        times = self.reserved.times
         ends = merge(
-            ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(now + 1, -1))),
-            ((t, -1, None) for t in self.reserved.times if t > now),
-            [(until, -1, None)] if until is not None and until > now else [],  # the switch ask lapses
+            ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(begin + 1, -1))),
+            ((times[i], -1, None) for i in range(bisect_right(times, begin), len(times))),
+            [(until, -1, None)] if until is not None and until > begin else [],  # the switch ask lapses
         )
         t = begin
         pending = next(ends, None)
@@ -440,6 +452,30 @@ class NodeState(SystemState):
                 return None
             if self.deadline is not None and t + wall > self.deadline:
                 return None
+
+    CHECKPOINT = 32  # running allocations between two kept copies of what is free by then
+
+    def _free_at(self, t: int) -> NodeCores:
+        """A copy of what is free at ``t`` as far as running jobs go: free now and what they
+        release by ``t``. Starts from the last checkpoint before ``t`` (a copy kept every
+        CHECKPOINT releases, in end order; ``insert`` and ``finish`` keep them exact), so a
+        search that begins late does not repeat the unions.  O(CHECKPOINT) set operations
+        once the checkpoints exist."""
+        shape = self.machine.shape
+        keys, sets = self.checkpoints
+        i = bisect_right(keys, (t, FOREVER)) - 1
+        base = (sets[i] if i >= 0 else self.free).copy()
+        extend = i == len(keys) - 1 and not self.overlapped  # past the last checkpoint: keep new ones
+        since = 0
+        for alloc in self.running.irange_key(min_key=keys[i] if i >= 0 else None, max_key=(t, FOREVER),
+                                             inclusive=(False, True)):
+            base.update(alloc.resources, shape)
+            since += 1
+            if extend and since == self.CHECKPOINT:
+                keys.append((alloc.end, alloc.seq))
+                sets.append(base.copy())
+                since = 0
+        return base
 
     def is_insertable(self, job: Job) -> NodeCores | None:
         """Resources where ``job`` can start now and run its whole wall, or None.
@@ -632,14 +668,27 @@ class NodeState(SystemState):
                 group.add(alloc) if add else group.discard(alloc)
 
     def insert(self, alloc: Allocation) -> None:
+        if not self.overlapped and self.used_now(alloc.resources):
+            # running jobs share cores (as a snapshot may say): what is free by a time is no
+            # longer a union of releases that one start could undo; no checkpoints from now on
+            self.overlapped = True
+            self.checkpoints = ([], [])
         super().insert(alloc)
         self.running.add(alloc)
         self._track(alloc, True)
+        # checkpoints before its end no longer have its resources free (later ones release them)
+        keys, sets = self.checkpoints
+        for i in range(bisect_right(keys, (alloc.end, alloc.seq))):
+            sets[i].subtract(alloc.resources, self.machine.shape)
 
     def finish(self, alloc: Allocation) -> None:
         super().finish(alloc)
         self.running.remove(alloc)
         self._track(alloc, False)
+        # checkpoints before its end now have its resources free (later ones had them already)
+        keys, sets = self.checkpoints
+        for i in range(bisect_right(keys, (alloc.end, alloc.seq))):
+            sets[i].update(alloc.resources, self.machine.shape)
 
     def plan(self, alloc: Allocation) -> None:
         super().plan(alloc)

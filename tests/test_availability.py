@@ -31,7 +31,7 @@ def test_sliding_minimum_of_counts(seed):
     window = profile.window(min)
     t = profile.times[0]
     for _ in range(20):
-        t += rng.randint(0, 6)
+        t += rng.choice([0, 1, 3, 6, 40])  # 40: past every segment held (the window starts afresh)
         assert window.over(t, t + duration) == brute(profile, t, t + duration, min)
 
 
@@ -65,3 +65,42 @@ def test_sliding_union_of_reserved_sets(seed):
             if s < max(t + duration, t + 1) and e > t:
                 want.update(r, shape)
         assert window.over(t, t + duration) == want
+
+
+@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize("sharing", [False, True])
+def test_free_at_from_checkpoints(seed, sharing):
+    """What is free at t from the running jobs' view, read from checkpoints kept through starts
+    and ends, equals free now plus every release by t."""
+    from jufo.node import Machine, Node
+    from jufo.state import Allocation, NodeState
+
+    rng = random.Random(seed)
+    machine = Machine([Node(i, f"n{i}", f"n{i}", 4, None) for i in range(12)])
+    state = NodeState(machine, {}, sharing=sharing)
+    state.CHECKPOINT = rng.choice([1, 2, 3])
+    running: list[Allocation] = []
+    for step in range(60):
+        state.advance(step)
+        ending = [a for a in running if a.end <= step]
+        if rng.random() < 0.3 and running:
+            ending.append(rng.choice(running))  # an early end
+        for alloc in set(ending):
+            state.finish(alloc)
+            running.remove(alloc)
+        free_nodes = [n for n in range(12) if state.free.mask(n, machine.shape)]
+        if free_nodes and rng.random() < 0.6:
+            n = rng.choice(free_nodes)
+            mask = state.free.mask(n, machine.shape) if not sharing else (state.free.mask(n, machine.shape) & rng.randint(1, 15))
+            if mask:
+                alloc = Allocation(step, step + rng.randint(1, 30), NodeCores.from_pairs([(n, mask)], machine.shape),
+                                   mask.bit_count(), "", "", None)
+                state.insert(alloc)
+                running.append(alloc)
+        t = step + rng.randint(0, 35)
+        want = state.free.copy()
+        for alloc in running:
+            if alloc.end <= t:
+                want.update(alloc.resources, machine.shape)
+        assert state._free_at(t) == want
+    assert sharing or state.checkpoints[0], "no checkpoint was kept: the case tests nothing"
