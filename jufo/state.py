@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import merge
 from itertools import islice
+from math import isqrt
 from typing import Any
 
 from sortedcontainers import SortedKeyList
@@ -333,7 +334,7 @@ class NodeState(SystemState):
         self.algebra = NodeAlgebra(machine.shape)
         self.reserved = Profile(0, NodeCores(), self.algebra)  # resources planned allocations hold
         self.running: SortedKeyList = SortedKeyList(key=lambda a: (a.end, a.seq))
-        # (end, seq) of every CHECKPOINT-th running allocation and what is free once it ended
+        # (end, seq) of every sqrt(running)-th running allocation and what is free once it ended
         self.checkpoints: tuple[list[tuple[int, int]], list[NodeCores]] = ([], [])
         self.overlapped = False  # two running allocations share a core: no checkpoints
         self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
@@ -453,25 +454,28 @@ class NodeState(SystemState):
             if self.deadline is not None and t + wall > self.deadline:
                 return None
 
-    CHECKPOINT = 32  # running allocations between two kept copies of what is free by then
+    CHECKPOINT = 32  # fewest running allocations between two kept copies of what is free by then
 
     def _free_at(self, t: int) -> NodeCores:
         """A copy of what is free at ``t`` as far as running jobs go: free now and what they
         release by ``t``. Starts from the last checkpoint before ``t`` (a copy kept every
-        CHECKPOINT releases, in end order; ``insert`` and ``finish`` keep them exact), so a
-        search that begins late does not repeat the unions.  O(CHECKPOINT) set operations
-        once the checkpoints exist."""
+        sqrt(running) releases, at least CHECKPOINT, in end order; ``insert`` and ``finish``
+        keep them exact), so a search that begins late does not repeat the unions.
+        O(sqrt(running)) set operations once the checkpoints exist."""
         shape = self.machine.shape
         keys, sets = self.checkpoints
         i = bisect_right(keys, (t, FOREVER)) - 1
         base = (sets[i] if i >= 0 else self.free).copy()
         extend = i == len(keys) - 1 and not self.overlapped  # past the last checkpoint: keep new ones
+        # every sqrt(running) releases: a start updates ~sqrt(running) checkpoints, a search
+        # unites at most as many releases
+        every = max(self.CHECKPOINT, isqrt(len(self.running)))
         since = 0
         for alloc in self.running.irange_key(min_key=keys[i] if i >= 0 else None, max_key=(t, FOREVER),
                                              inclusive=(False, True)):
             base.update(alloc.resources, shape)
             since += 1
-            if extend and since == self.CHECKPOINT:
+            if extend and since >= every:
                 keys.append((alloc.end, alloc.seq))
                 sets.append(base.copy())
                 since = 0
