@@ -545,12 +545,14 @@ class Backfilling(Simulation):
         later than its reservation (conservative backfilling with compression; with one top
         dog, EASY as published). Only a job that can move is re-planned."""
         static = self.waiting.static  # then every queued job carries its key
-        for job in sorted(self.reserved, key=ORDER if static else lambda j: self.sorter.key(j, now)):
-            alloc = self.reserved[job]
+        horizon, ruled = self.policy.horizon, self.rules is not None
+        reserved = self.reserved
+        for job in sorted(reserved, key=ORDER if static else lambda j: self.sorter.key(j, now)):
+            alloc = reserved[job]
             if alloc.start <= now:
                 continue  # starts in this pass
             home = alloc.home
-            found = home.earlier(job, alloc, self.policy.horizon, self.start_rule(job))
+            found = home.earlier(job, alloc, horizon, self.start_rule(job) if ruled else None)
             if found is None:
                 continue  # keeps its slot
             moved = home.replan(alloc, *found)
