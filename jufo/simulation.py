@@ -26,8 +26,8 @@ from .windows import WEEK, StartRule
 
 BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
 GREEDY_POOL = 8  # candidates Moab-style GREEDY backfilling combines: at most 2**8 sets per pass
-SWITCHES = "switch wait over"
-ORDER = attrgetter("order_key")  # a job's place in a static priority order  # payload of the wake-up when a job's --switches wait lapses
+SWITCHES = "switch wait over"  # payload of the wake-up when a job's --switches wait lapses
+ORDER = attrgetter("order_key")  # a job's place in a static priority order
 
 
 @dataclass

@@ -50,6 +50,11 @@ class Allocation:
     def __repr__(self) -> str:
         return f"Allocation({self.label or self.job}, {self.start}-{self.end})"
 
+    def moved(self, start: int, resources: Any) -> Allocation:
+        """The same request, as long, from ``start`` on ``resources`` (compression)."""
+        return Allocation(start, start + self.end - self.start, resources, self.cores, self.queue, self.user,
+                          self.job)
+
 
 class Failures:
     """Requests that did not fit during one pass, to skip jobs that cannot fit either.
@@ -213,8 +218,7 @@ class SystemState(ABC):
     def replan(self, alloc: Allocation, start: int, resources: Any) -> Allocation:
         """Move the planned ``alloc`` to ``start`` on ``resources`` (same length); returns the
         new allocation, held by this state."""
-        moved = Allocation(start, start + alloc.end - alloc.start, resources, alloc.cores, alloc.queue,
-                           alloc.user, alloc.job)
+        moved = alloc.moved(start, resources)
         self.unplan(alloc)
         self.plan(moved)
         moved.home = self
@@ -406,10 +410,7 @@ class NodeState(SystemState):
     def _earliest_from(self, job: Job, horizon: int | None, allowed: Callable[[int], int | None] | None,
                        begin: int) -> tuple[int, NodeCores] | None:
         """``earliest``, trying ``begin`` and the release times after it."""
-        now, wall, k = self.now, job.wall, job.nodes
-        if begin > now and ((horizon is not None and begin > horizon)
-                            or (self.deadline is not None and begin + wall > self.deadline)):
-            return None
+        wall, k = job.wall, job.nodes
         shape = self.machine.shape
         eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
         base = self._free_at(begin)
@@ -426,6 +427,8 @@ class NodeState(SystemState):
         t = begin
         pending = next(ends, None)
         while True:
+            if (horizon is not None and t > horizon) or (self.deadline is not None and t + wall > self.deadline):
+                return None
             while pending is not None and pending[0] <= t:
                 if pending[2] is not None:  # a running job's resources come back
                     base.update(pending[2].resources, shape)
@@ -449,10 +452,6 @@ class NodeState(SystemState):
             if pending is None:
                 return None
             t = pending[0]
-            if horizon is not None and t > horizon:
-                return None
-            if self.deadline is not None and t + wall > self.deadline:
-                return None
 
     CHECKPOINT = 32  # fewest running allocations between two kept copies of what is free by then
 
@@ -480,6 +479,11 @@ class NodeState(SystemState):
                 sets.append(base.copy())
                 since = 0
         return base
+
+    def _checkpoints_before(self, alloc: Allocation) -> list[NodeCores]:
+        """The checkpoints taken before running ``alloc`` ends (it is not among their releases)."""
+        keys, sets = self.checkpoints
+        return sets[:bisect_right(keys, (alloc.end, alloc.seq))]
 
     def is_insertable(self, job: Job) -> NodeCores | None:
         """Resources where ``job`` can start now and run its whole wall, or None.
@@ -680,19 +684,15 @@ class NodeState(SystemState):
         super().insert(alloc)
         self.running.add(alloc)
         self._track(alloc, True)
-        # checkpoints before its end no longer have its resources free (later ones release them)
-        keys, sets = self.checkpoints
-        for i in range(bisect_right(keys, (alloc.end, alloc.seq))):
-            sets[i].subtract(alloc.resources, self.machine.shape)
+        for kept in self._checkpoints_before(alloc):  # its resources are not free there (later: released)
+            kept.subtract(alloc.resources, self.machine.shape)
 
     def finish(self, alloc: Allocation) -> None:
         super().finish(alloc)
         self.running.remove(alloc)
         self._track(alloc, False)
-        # checkpoints before its end now have its resources free (later ones had them already)
-        keys, sets = self.checkpoints
-        for i in range(bisect_right(keys, (alloc.end, alloc.seq))):
-            sets[i].update(alloc.resources, self.machine.shape)
+        for kept in self._checkpoints_before(alloc):  # its resources are free there now (later: already)
+            kept.update(alloc.resources, self.machine.shape)
 
     def plan(self, alloc: Allocation) -> None:
         super().plan(alloc)
@@ -770,8 +770,7 @@ class AttributeState(SystemState):
         (a move by less than the wall leaves their overlap alone).  O(segments changed)."""
         if self.limits.active or start > alloc.start:
             return super().replan(alloc, start, resources)
-        moved = Allocation(start, start + alloc.end - alloc.start, resources, alloc.cores, alloc.queue,
-                           alloc.user, alloc.job)
+        moved = alloc.moved(start, resources)
         SystemState.unplan(self, alloc)
         SystemState.plan(self, moved)
         self.profile.merge = True
