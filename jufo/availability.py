@@ -100,11 +100,6 @@ class Profile:
                     del self.times[i]
                     del values[i]
 
-    def split(self, t: int) -> None:
-        """Make ``t`` a breakpoint (a merged profile may have dropped it).  O(segments)."""
-        if t > self.times[0]:
-            self._split(t)
-
     def advance(self, now: int) -> None:
         """Forget the time before ``now``.  O(segments dropped)."""
         i = bisect_right(self.times, now) - 1

@@ -12,7 +12,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from collections import Counter
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 from .errors import Report
@@ -27,7 +26,6 @@ from .windows import WEEK, StartRule
 BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
 GREEDY_POOL = 8  # candidates Moab-style GREEDY backfilling combines: at most 2**8 sets per pass
 SWITCHES = "switch wait over"  # payload of the wake-up when a job's --switches wait lapses
-ORDER = attrgetter("order_key")  # a job's place in a static priority order
 
 
 @dataclass
@@ -544,15 +542,12 @@ class Backfilling(Simulation):
         slot it fits now if that is earlier; the others keep theirs. So no job ever starts
         later than its reservation (conservative backfilling with compression; with one top
         dog, EASY as published). Only a job that can move is re-planned."""
-        static = self.waiting.static  # then every queued job carries its key
-        horizon, ruled = self.policy.horizon, self.rules is not None
-        reserved = self.reserved
-        for job in sorted(reserved, key=ORDER if static else lambda j: self.sorter.key(j, now)):
-            alloc = reserved[job]
+        for job in self.waiting.sort(self.reserved, now):
+            alloc = self.reserved[job]
             if alloc.start <= now:
                 continue  # starts in this pass
             home = alloc.home
-            found = home.earlier(job, alloc, horizon, self.start_rule(job) if ruled else None)
+            found = home.earlier(job, alloc, self.policy.horizon, self.start_rule(job))
             if found is None:
                 continue  # keeps its slot
             moved = home.replan(alloc, *found)

@@ -330,6 +330,10 @@ class WaitingQueue:
         if self.static:
             self._unfile(job)
 
+    def sort(self, jobs, now: int) -> list[Job]:
+        """Queued ``jobs`` in priority order at ``now`` (static: by the key each carries).  O(k log k)."""
+        return sorted(jobs, key=self._key if self.static else lambda j: self.sorter.key(j, now))
+
     def ordered(self, now: int) -> list[Job]:
         """All waiting jobs in priority order at ``now`` (a copy).  O(n), or O(n log n) re-sorted."""
         if not self.static:

@@ -204,22 +204,18 @@ def test_same_as_reference(seed):
         assert again == expected, full
 
 
-@pytest.mark.parametrize("settings", [{"maxtopdogs": "all"}, {"maxtopdogs": "all", "node_sharing": "yes"},
-                                      {"maxtopdogs": "all", "actual": "yes"}])
-def test_reach_changes_nothing(settings, monkeypatch):
+@pytest.mark.parametrize("sharing, early", [("no", False), ("yes", False), ("no", True)])
+def test_reach_changes_nothing(sharing, early, monkeypatch):
     """Conservative backfilling on a JUROPA-like snapshot (two queues on their own nodes, 400
     jobs) gives the same output whether or not searches begin where a larger or longer
     request of the same shape fitted (state.Reach), and the memo is really used."""
     from jufo.bench import Shape, generate
     from jufo.state import Reach
 
-    settings = dict(settings)
-    actual = settings.pop("actual", None)
-    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, **({"node_sharing": settings.pop("node_sharing")}
-                                                                     if "node_sharing" in settings else {})))
-    if actual:  # jobs end before their wall: compression, and reach cleared at every end
+    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing))
+    if early:  # jobs end before their wall: compression, and reach cleared at every end
         raw = raw.replace(b'<data key="wall" value="', b'<data key="actualruntime" value="1800"/><data key="wall" value="')
-    settings = {"scheduling_algorithm": "Backfilling", **settings}
+    settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}
     hits = []
     start = Reach.start
 
