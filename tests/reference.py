@@ -5,6 +5,10 @@ scans every allocation at every instant it needs, every event time gets a full p
 the queue, and nothing is cached. Supports the default priority (queue date, then document
 order), node lists of the form ``(k)`` for running jobs, and whole-node reservations
 ``(name,n)``, which is what the random snapshots of the tests use.
+
+Jobs with a real run time shorter than their wall end early; backfilling then compresses
+the plain way: each top dog in priority order drops its reservation, searches again from
+scratch and keeps the new slot only if it is earlier.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Alloc:
     user: str = ""
     asked: int = 0
     job: Job | None = None
+    real_end: int | None = None  # the job ends then, before ``end`` (unknown to the scheduler until then)
 
 
 class Reference:
@@ -197,6 +202,42 @@ class Reference:
             self.allocs.append(alloc)
         return alloc
 
+    def start(self, job: Job, t: int, resources) -> Alloc:
+        """``job`` runs from ``t``: planned for its wall, really for its run time (nothing held
+        if that is zero)."""
+        alloc = self.hold(job, t, resources)
+        self.runs(alloc, t + job.runtime)
+        return alloc
+
+    def runs(self, alloc: Alloc, real: int) -> None:
+        """The job of ``alloc`` really ends at ``real``."""
+        if real <= alloc.start and alloc in self.allocs:
+            self.allocs.remove(alloc)
+        elif real < alloc.end:
+            alloc.real_end = real
+
+    def reserve_at(self, job: Job, found, reserved: dict) -> None:
+        reserved[job] = self.hold(job, found[0], found[1])
+        if job.wall == 0:  # holds nothing, but keeps its slot
+            reserved[job] = Alloc(found[0], found[0], found[1] if not self.attribute else
+                                  frozenset((-1, i) for i in range(found[1])), job=job)
+
+    def compress(self, t: int, reserved: dict) -> None:
+        """Jobs ended early: each top dog in priority order searches again without its own
+        reservation and moves if that finds an earlier slot."""
+        for job in sorted(reserved, key=lambda j: (j.queued, j.index)):
+            alloc = reserved[job]
+            if alloc.start <= t:
+                continue
+            held = alloc in self.allocs
+            if held:
+                self.allocs.remove(alloc)
+            found = self.earliest(job, t)
+            if found is not None and found[0] < alloc.start:
+                self.reserve_at(job, found, reserved)
+            elif held:
+                self.allocs.append(alloc)
+
     # -- the run --------------------------------------------------------------------------------
     def run(self, running: list[Job], reservations: list[tuple[int, int, frozenset]], waiting: list[Job]) -> dict:
         """Starts and resources of the waiting jobs: {job id: (start, resources, topdog, backfilled)}."""
@@ -216,9 +257,11 @@ class Reference:
                 else:
                     wanted = range(job.cores_per_node)  # the lowest cores, less what others hold
                 res = frozenset((node, c) for c in wanted if (node, c) not in taken)
-            if end > 0:
+            real = max(0, job.started + job.runtime)
+            if real > 0:
                 alloc = self.hold(job, 0, res)
                 alloc.start, alloc.end = min(job.started, 0), end
+                self.runs(alloc, real)
         for start, end, cores in reservations:
             n = sum(1 for _ in cores)
             self.allocs.append(Alloc(start, end, frozenset((-2, i) for i in range(n)) if self.attribute else cores))
@@ -228,12 +271,19 @@ class Reference:
         t = active = 0
         real = True  # time zero counts as activity
         while True:
+            self.now = t
+            early = [a for a in self.allocs if a.real_end == t]
+            for a in early:  # the job ends now, before its wall
+                a.end, a.real_end = t, None
+            if early and self.algorithm == "Backfilling":
+                self.compress(t, reserved)
             present = sorted((j for j in queue if j.queued <= t and j.id not in out), key=lambda j: (j.queued, j.index))
             before = len(out)
             self.pass_at(t, present, out, reserved)
             if real or len(out) > before:
                 active = t
-            events = [a.end for a in self.allocs if a.end > t] + [a.start for a in reserved.values() if a.start > t]
+            events = [a.real_end or a.end for a in self.allocs if a.end > t]
+            events += [a.start for a in reserved.values() if a.start > t]
             events += [j.queued for j in queue if j.queued > t]
             if self.m.has_switches:  # a job's --switches wait lapses: it may go anywhere
                 events += [j.switches_until for j in queue if j.switches is not None and j.switches_until > t]
@@ -259,7 +309,7 @@ class Reference:
                 continue
             found = self.fit(job, t)
             if found is not None:
-                self.hold(job, t, found)
+                self.start(job, t, found)
                 out[job.id] = (t, found, False, passed_over)
                 continue
             if self.user_caps is not None and self.capped(job, t):
@@ -272,12 +322,7 @@ class Reference:
                 group = job.queue if self.per_queue else None
                 held = sum(1 for j in reserved if (j.queue if self.per_queue else None) == group)
                 if held < self.maxtopdogs:
-                    found = self.earliest(job, t)
-                    if found is not None:
-                        reserved[job] = self.hold(job, found[0], found[1])
-                        if job.wall == 0:  # holds nothing, but keeps its slot
-                            reserved[job] = Alloc(found[0], found[0], found[1] if not self.attribute else
-                                                  frozenset((-1, i) for i in range(found[1])), job=job)
+                    self.reserve(job, t, reserved)
 
     def held(self, job: Job, reserved: dict) -> int:
         group = job.queue if self.per_queue else None
@@ -286,10 +331,7 @@ class Reference:
     def reserve(self, job: Job, t: int, reserved: dict) -> None:
         found = self.earliest(job, t)
         if found is not None:
-            reserved[job] = self.hold(job, found[0], found[1])
-            if job.wall == 0:
-                reserved[job] = Alloc(found[0], found[0], found[1] if not self.attribute else
-                                      frozenset((-1, i) for i in range(found[1])), job=job)
+            self.reserve_at(job, found, reserved)
 
     def ordered_pass(self, t: int, present: list[Job], out: dict, reserved: dict) -> None:
         """backfill_order shortest/bestfit, written out plainly: reservations and the head in
@@ -306,7 +348,7 @@ class Reference:
             if not passed_over or self.held(job, reserved) < self.maxtopdogs:
                 found = self.fit(job, t)
                 if found is not None:
-                    self.hold(job, t, found)
+                    self.start(job, t, found)
                     out[job.id] = (t, found, False, passed_over)
                     continue
                 passed_over = True
@@ -324,7 +366,7 @@ class Reference:
         for job in candidates:
             found = self.fit(job, t)
             if found is not None:
-                self.hold(job, t, found)
+                self.start(job, t, found)
                 out[job.id] = (t, found, False, True)
 
     def greedy(self, candidates: list[Job], t: int, out: dict) -> list[Job]:
@@ -348,7 +390,7 @@ class Reference:
         search(0, [], 0)
         for k in best[1]:
             found = self.fit(pool[k], t)
-            self.hold(pool[k], t, found)
+            self.start(pool[k], t, found)
             out[pool[k].id] = (t, found, False, True)
         return [j for j in candidates if j.id not in out]
 
@@ -358,5 +400,6 @@ class Reference:
         if alloc.start > t:
             return False
         del reserved[job]
+        self.runs(alloc, t + job.runtime)
         out[job.id] = (t, alloc.cores if not self.attribute else len(alloc.cores), True, passed_over)
         return True
