@@ -299,26 +299,31 @@ class Simulation(ABC):
             self.failed.add(shape, size, job.wall)
         return resources
 
-    def start_job(self, job: Job, now: int, resources: Any, backfilled: bool) -> None:
+    def start_job(self, job: Job, now: int, resources: Any, backfilled: bool,
+                  planned: Allocation | None = None) -> None:
+        """Start ``job`` now on ``resources`` (those of its reservation ``planned``, if it has one)."""
         alloc = Allocation(now, now + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         self.waiting.remove(job)
         job.start, job.end, job.resources = now, now + job.runtime, resources
         job.backfilled = backfilled
         self.started += 1
-        self.occupy(alloc, job.end)
+        self.occupy(alloc, job.end, planned)
         self.satisfy(START, job, now)
         if job.end <= now:  # over at once: no end event will come
             self.satisfy(END, job, now)
 
-    def occupy(self, alloc: Allocation, end: int) -> None:
+    def occupy(self, alloc: Allocation, end: int, planned: Allocation | None = None) -> None:
         """Hold ``alloc``'s resources (planned until ``alloc.end``) until the job really ends at
-        ``end``. An allocation that is over by now (a zero-length job, a running job past its
-        end) holds nothing: its release would free cores another job may hold by then."""
+        ``end``, in place of the reservation ``planned`` if given. An allocation that is over by
+        now (a zero-length job, a running job past its end) holds nothing: its release would
+        free cores another job may hold by then."""
         if end > self.state.now:
             home = self.state_for(alloc.job)
-            home.insert(alloc)
+            home.insert(alloc, planned)
             alloc.home = home
             self.timeline.push(end, Kind.END, alloc)
+        elif planned is not None:
+            planned.home.unplan(planned)
 
     def explain_unstarted(self) -> None:
         horizon = self.policy.horizon
@@ -443,10 +448,9 @@ class Backfilling(Simulation):
 
     def _start_reserved(self, job: Job, alloc: Allocation, now: int, backfilled: bool) -> None:
         """A top dog's reservation begins: it starts on the reserved resources."""
-        alloc.home.unplan(alloc)
         del self.reserved[job]
         self.held[self.group(job)] -= 1
-        self.start_job(job, now, alloc.resources, backfilled=backfilled)
+        self.start_job(job, now, alloc.resources, backfilled=backfilled, planned=alloc)
 
     def _candidates_in_order(self, now: int) -> None:
         """A pass with another backfill order (``backfill_order``): in priority order, jobs start
