@@ -111,6 +111,11 @@ def parse_seconds(text: str) -> int:
     >>> parse_seconds("90"), parse_seconds("01:00:00"), parse_seconds("1-00:00:10")
     (90, 3600, 86410)
     """
+    if text.isdigit() and text.isascii() and len(text) <= 18:  # plain seconds, the usual case
+        value = int(text)
+        if value > MAX_SECONDS:
+            raise ValueError(f"more than a century ({MAX_SECONDS:,} s)")
+        return value
     text = text.strip()
     if len(text) > 40:
         raise ValueError("too long for a duration")

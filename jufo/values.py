@@ -34,6 +34,19 @@ def whole(text: str, lo: int = 0, hi: int = MAX_COUNT) -> int:
     not a whole number
     too long for a number
     """
+    if text.isdigit() and text.isascii() and len(text) <= 18:  # plain digits, the usual case
+        n = int(text)
+    else:
+        n = _number(text)
+    if n < lo:
+        raise ValueError(f"less than {lo:,}")
+    if n > hi:
+        raise ValueError(f"more than {hi:,}")
+    return n
+
+
+def _number(text: str) -> int:
+    """``whole`` for any spelling but plain digits: signs, blanks, ``16.000``, and what is bad."""
     text = text.strip()
     if len(text) > _MAX_DIGITS:
         raise ValueError("too long for a number")
@@ -45,12 +58,7 @@ def whole(text: str, lo: int = 0, hi: int = MAX_COUNT) -> int:
         raise ValueError("not a finite number")
     if value != int(value):
         raise ValueError("not a whole number")
-    n = int(value)
-    if n < lo:
-        raise ValueError(f"less than {lo:,}")
-    if n > hi:
-        raise ValueError(f"more than {hi:,}")
-    return n
+    return int(value)
 
 
 def read_limited(fh, source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
