@@ -27,7 +27,7 @@ from sortedcontainers import SortedKeyList
 
 from .job import Job
 from .node import Machine
-from .availability import Counts, Profile
+from .availability import Changes, Counts, Profile
 from .queue import Queue, QueueLimits, peak
 from .ranges import NodeCores, bits_of, first_run, lowest
 
@@ -346,6 +346,10 @@ class NodeState(SystemState):
         self.overlapped = False  # two running allocations share a core: no checkpoints
         self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
         self.ghosts: dict[Allocation, Allocation] = {}  # running allocation → its reservation, still reserved
+        # free units over time (whole nodes, or cores with sharing): a count that any fit
+        # needs, so searches can skip what cannot fit by count (see ``_count_fit``)
+        self.units = Changes(0, machine.total_cores if sharing else len(machine.nodes))
+        self.counted = True  # False once allocations may overlap: the count would be too low
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
 
@@ -407,18 +411,53 @@ class NodeState(SystemState):
             return self._earliest_from(job, horizon, allowed, self.now)
         shape = self.shape(job)
         begin = self.reach.start(shape, job.nodes, job.wall)
+        if begin is not None:
+            begin = self._count_fit(job, begin)
         found = None if begin is None else self._earliest_from(job, horizon, allowed, max(begin, self.now))
         self.reach.add(shape, job.nodes, job.wall, None if found is None else found[0])
         return found
 
+    def earlier(self, job: Job, alloc: Allocation, horizon: int | None = None,
+                allowed: Callable[[int], int | None] | None = None) -> tuple[int, NodeCores] | None:
+        """The sweep of ``earliest``, stopped at the reservation's start, with the reservation's
+        own resources read as free where it holds them (see ``_earliest_from``), so nothing is
+        unplanned and planned again unless it moves: O(releases before ``alloc.start``) set
+        operations. Limits, start windows and per-node queue shares (which count the planned
+        allocations themselves) take the general path."""
+        if allowed is not None or self.limits.active or (self.sharing and self.machine.restricted(job.queue)):
+            return super().earlier(job, alloc, horizon, allowed)
+        begin = self._count_fit(job, self.now, alloc.start)
+        return None if begin is None else self._earliest_from(job, horizon, None, begin, alloc)
+
+    def _count_fit(self, job: Job, begin: int, before: int = FOREVER) -> int | None:
+        """The earliest time from ``begin`` (and before ``before``) where the free units
+        (whole nodes, or cores with sharing) suffice for ``job`` throughout its wall, or None:
+        where the sets fit, the counts do, so a search may begin there. ``begin`` itself
+        when the counts cannot be trusted (overlapping allocations).  O(segments scanned)."""
+        if not self.counted:
+            return begin
+        return self.units.first_fit(self._need(job), max(job.wall, 1), before, begin)
+
+    def _need(self, job: Job) -> int:
+        """Free units ``job`` needs at least: a lower bound (a whole-node ask takes more)."""
+        return job.nodes * job.cores_per_node if self.sharing else job.nodes
+
+    def _units(self, resources: NodeCores) -> int:
+        return resources.core_count(self.machine.shape) if self.sharing else resources.node_count()
+
     def _earliest_from(self, job: Job, horizon: int | None, allowed: Callable[[int], int | None] | None,
-                       begin: int) -> tuple[int, NodeCores] | None:
-        """``earliest``, trying ``begin`` and the release times after it."""
+                       begin: int, own: Allocation | None = None) -> tuple[int, NodeCores] | None:
+        """``earliest``, trying ``begin`` and the release times after it. With ``own`` (the
+        job's reservation, for ``earlier``) only times before its start, and what is reserved
+        from its start on is read less its own resources: its segments there are its own plus
+        the others', and a difference distributes over the union."""
         wall, k = job.wall, job.nodes
         shape = self.machine.shape
         eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
         base = self._free_at(begin)
         reserved = self.reserved.window(self.algebra.union)
+        after = self.reserved.window(self.algebra.union) if own is not None else None
+        stop = own.start if own is not None else FOREVER
         # candidates: running jobs' ends, and the reserved profile's breakpoints (the ends of
         # planned allocations, and their starts, which can never be the first fit: harmless)
         until = job.switches_until if self.machine.has_switches else None
@@ -432,6 +471,8 @@ class NodeState(SystemState):
         pending = next(ends, None)
         while True:
             if (horizon is not None and t > horizon) or (self.deadline is not None and t + wall > self.deadline):
+                return None
+            if t >= stop:
                 return None
             while pending is not None and pending[0] <= t:
                 if pending[2] is not None:  # a running job's resources come back
@@ -449,7 +490,10 @@ class NodeState(SystemState):
             # to count when nothing is partly used)
             enough = (base.full & eligible).bit_count() >= k if not base.part else base.node_count() >= k
             if enough and not self._limited(job, t):
-                blocked = reserved.over(t, t + wall)
+                blocked = reserved.over(t, min(t + wall, stop))
+                if t + wall > stop:  # the window reaches into the reservation's own time
+                    others = after.over(stop, t + wall).difference(own.resources, shape)
+                    blocked = blocked.union(others, shape) if blocked else others
                 found = self._choose(job, t, t + wall, base.difference(blocked, shape) if blocked else base)
                 if found is not None:
                     return t, found
@@ -687,7 +731,9 @@ class NodeState(SystemState):
             # longer a union of releases that one start could undo; no checkpoints from now on
             self.overlapped = True
             self.checkpoints = ([], [])
+            self.counted = False
         super().insert(alloc)
+        self.units.subtract(self.now, alloc.end, self._units(alloc.resources))
         self.running.add(alloc)
         self._track(alloc, True)
         for kept in self._checkpoints_before(alloc):  # its resources are not free there (later: released)
@@ -703,6 +749,7 @@ class NodeState(SystemState):
         self.version += 1
         self.planned.remove(planned)
         self._track(planned, False)
+        self.units.add(max(planned.start, self.now), planned.end, self._units(planned.resources))
         self.ghosts[alloc] = planned
 
     def finish(self, alloc: Allocation) -> None:
@@ -710,26 +757,36 @@ class NodeState(SystemState):
         if planned is not None:  # the rest of the reservation it started on (see _hand_over)
             self.reserved.subtract(planned.start, planned.end, planned.resources)
         super().finish(alloc)
+        self.units.add(self.now, alloc.end, self._units(alloc.resources))
         self.running.remove(alloc)
         self._track(alloc, False)
         for kept in self._checkpoints_before(alloc):  # its resources are free there now (later: already)
             kept.update(alloc.resources, self.machine.shape)
 
     def plan(self, alloc: Allocation) -> None:
+        if alloc.job is None and self.counted and alloc.end > alloc.start:
+            # an advance reservation (or a confined state's edge) may overlap running jobs
+            # or other reservations, as the input says: then the counts would be too low
+            shape = self.machine.shape
+            held = self.reserved.window(self.algebra.union).over(alloc.start, alloc.end)
+            self.counted = not (self.used_now(alloc.resources) or not held.isdisjoint(alloc.resources, shape))
         super().plan(alloc)
         self.planned.add(alloc)
         self._track(alloc, True)
         self.reserved.add(alloc.start, alloc.end, alloc.resources)
+        self.units.subtract(alloc.start, alloc.end, self._units(alloc.resources))
 
     def unplan(self, alloc: Allocation) -> None:
         super().unplan(alloc)
         self.planned.remove(alloc)
         self._track(alloc, False)
         self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
+        self.units.add(max(alloc.start, self.now), alloc.end, self._units(alloc.resources))
 
     def advance(self, now: int) -> None:
         super().advance(now)
         self.reserved.advance(now)
+        self.units.advance(now)
 
     def used_now(self, resources: NodeCores) -> NodeCores:
         """The part of ``resources`` that is not free now (for overlapping running jobs)."""
@@ -765,7 +822,7 @@ class AttributeState(SystemState):
         if allowed is not None:
             return self._earliest_allowed(job, horizon, allowed)
         if not self.limits.active:  # the plain scan; limits need a look at every tried time
-            t = self._first_fit(job.total_cores, max(job.wall, 1))
+            t = self.profile.first_fit(job.total_cores, max(job.wall, 1))
             return (t, job.total_cores) if self._in_bounds(t, job, horizon) else None
         for t, free in self.profile.windows(self.now, job.wall, min):
             if horizon is not None and t > horizon:
@@ -779,11 +836,11 @@ class AttributeState(SystemState):
     def earlier(self, job: Job, alloc: Allocation, horizon: int | None = None,
                 allowed: Callable[[int], int | None] | None = None) -> tuple[int, Any] | None:
         """One scan of the free-cores profile up to the reservation's start (see
-        ``_first_fit``), so nothing changes unless the job moves: O(segments before
+        ``Profile.first_fit``), so nothing changes unless the job moves: O(segments before
         ``alloc.start``) comparisons. Limits and start windows take the general path."""
         if allowed is not None or self.limits.active:
             return super().earlier(job, alloc, horizon, allowed)
-        t = self._first_fit(job.total_cores, max(job.wall, 1), alloc.start)
+        t = self.profile.first_fit(job.total_cores, max(job.wall, 1), alloc.start)
         return (t, job.total_cores) if self._in_bounds(t, job, horizon) else None
 
     def replan(self, alloc: Allocation, start: int, resources: int) -> Allocation:
@@ -804,36 +861,6 @@ class AttributeState(SystemState):
         """Is a found start ``t`` usable: by the horizon, and ending by a reservation's own end?"""
         return t is not None and (horizon is None or t <= horizon) and (
             self.deadline is None or t + job.wall <= self.deadline)
-
-    def _first_fit(self, need: int, span: int, before: int = FOREVER) -> int | None:
-        """The earliest ``t < before`` with at least ``need`` cores free throughout
-        ``[t, min(t+span, before))``: a run of segments with enough cores that lasts ``span``,
-        or reaches ``before``, starts at its first breakpoint.  O(segments before the answer).
-
-        For compression ``before`` is the job's own reservation's start: from there on its own
-        cores are free for it, and a start before it ends before the reservation does, so
-        only the time before it needs a look (and the profile is not touched).
-
-        >>> from jufo.node import Machine, Node
-        >>> s = AttributeState(Machine([Node(0, "n", "n", 4, None)]), {})
-        >>> s.profile.subtract(0, 10, 3); s.profile.subtract(20, 30, 2)
-        >>> s._first_fit(3, 15), s._first_fit(3, 15, 20), s._first_fit(3, 15, 10)
-        (30, 10, None)
-        """
-        times, values = self.profile.times, self.profile.values
-        start = None
-        for i in range(len(times)):
-            t = times[i]
-            if t >= before:
-                return start
-            if start is not None and t >= start + span:
-                return start
-            if values[i] >= need:
-                if start is None:
-                    start = t
-            else:
-                start = None
-        return start
 
     def _earliest_allowed(self, job: Job, horizon: int | None,
                           allowed: Callable[[int], int | None]) -> tuple[int, int] | None:

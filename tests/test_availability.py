@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from jufo.availability import Counts, Profile
+from jufo.availability import Changes, Counts, Profile
 from jufo.ranges import NodeCores
 from jufo.state import NodeAlgebra
 
@@ -33,6 +33,37 @@ def test_sliding_minimum_of_counts(seed):
     for _ in range(20):
         t += rng.choice([0, 1, 3, 6, 40])  # 40: past every segment held (the window starts afresh)
         assert window.over(t, t + duration) == brute(profile, t, t + duration, min)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_changes_agree_with_the_profile(seed):
+    """The change-point count (NodeState's free units) reads as the segment profile does, and
+    its first fit is the profile's, after any mix of updates and advances."""
+    rng = random.Random(seed)
+    profile, changes = Profile(0, 50, Counts(), merge=True), Changes(0, 50)
+    now = 0
+    for _ in range(rng.randint(0, 25)):
+        step = rng.random()
+        if step < 0.15:
+            now += rng.randint(0, 8)
+            profile.advance(now)
+            changes.advance(now)
+            continue
+        start = rng.randint(now - 5, now + 40)
+        end, amount = start + rng.randint(0, 30), rng.randint(1, 9)
+        for p in (profile, changes):
+            (p.add if step < 0.4 else p.subtract)(max(start, now) if step < 0.4 else start, end, amount)
+    assert changes.segments() == profile.segments()
+    for _ in range(10):
+        need, span = rng.randint(30, 70), rng.randint(1, 30)
+        before, since = rng.choice([2**62, now + rng.randint(0, 50)]), now + rng.choice([0, 0, rng.randint(0, 40)])
+        expected = profile.first_fit(need, span, before) if since == now else None
+        if since > now:  # the profile from ``since`` on: advance a copy
+            copy = Profile(0, 0, Counts(), merge=True)
+            copy.times, copy.values = list(profile.times), list(profile.values)
+            copy.advance(since)
+            expected = copy.first_fit(need, span, before) if since < before else None
+        assert changes.first_fit(need, span, before, since) == expected, (need, span, before, since)
 
 
 @pytest.mark.parametrize("seed", range(100))
