@@ -113,6 +113,7 @@ CASES: dict[str, Shape] = {
     "juropa": Shape(),
     "juropa-conservative": Shape(maxtopdogs="all"),
     "large": Shape(nodes=160_000, cores=48, jobs=20_000),
+    "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
 }
 
@@ -246,9 +247,31 @@ TRACE_COMMANDS = {
 }
 
 
+# the floor for pure Python: the minimal count-based EASY simulator the tests check replay
+# against (in a checkout only), on the same trace with real run times as ``kth-easy-real``
+FLOOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "easy_reference.py")
+_FLOOR_RUN = ("import gzip, runpy, sys\n"
+              "m = runpy.run_path(sys.argv[1])\n"
+              "with gzip.open(sys.argv[2], 'rt') as fh:\n"
+              "    total = next(int(l.split(':')[1]) for l in fh if l.startswith('; MaxProcs:'))\n"
+              "m['simulate'](m['load'](sys.argv[2]), total)\n")
+
+
+def bench_floor(repeat: int) -> dict:
+    """``kth-easy-real`` against the minimal EASY simulator: jufo's time, the floor's, the ratio."""
+    if not os.path.exists(FLOOR):
+        raise SystemExit(f"kth-floor needs {FLOOR} (a checkout of the repository)")
+    ours = [_time([sys.executable, "-m", "jufo", *TRACE_COMMANDS["kth-easy-real"]])[0] for _ in range(repeat)]
+    floor = [_time([sys.executable, "-c", _FLOOR_RUN, FLOOR, KTH])[0] for _ in range(repeat)]
+    j, f = statistics.median(ours), statistics.median(floor)
+    return {"case": "kth-floor", "jufo_s": round(j, 3), "floor_s": round(f, 3), "ratio": round(j / f, 1)}
+
+
 def bench(name: str, shape: Shape | None, repeat: int) -> dict:
     if name == "kth-replay":
         return bench_replay(repeat)
+    if name == "kth-floor":
+        return bench_floor(repeat)
     if name == "juropa-history":
         return bench_history(repeat)
     if name in TRACE_COMMANDS:
@@ -284,7 +307,7 @@ def growth_exponent(rows: list[dict]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "juropa-history", *TRACE_COMMANDS]
+ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-floor", "juropa-history", *TRACE_COMMANDS]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -315,6 +338,9 @@ def main(argv: list[str] | None = None) -> None:
         elif name in TRACE_COMMANDS:
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  peak {row['peak_mib']:6d} MiB  "
                   "(the whole trace)")
+        elif name == "kth-floor":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  minimal EASY simulator {row['floor_s']:6.3f} s  "
+                  f"ratio {row['ratio']:5.1f}  (kth-easy-real)")
         elif name == "kth-replay":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  (whole trace, 28,481 jobs)  peak {row['peak_mib']:6d} MiB")
         else:
@@ -325,9 +351,12 @@ def main(argv: list[str] | None = None) -> None:
     if len(growth) >= 2:
         print(f"growth exponent (time ~ jobs^k): k = {growth_exponent(growth):.2f}")
     by_case = {r["case"]: r for r in rows}
-    if "juropa" in by_case and "juropa-conservative" in by_case:
-        ratio = by_case["juropa-conservative"]["jufo_s"] / by_case["juropa"]["jufo_s"]
-        print(f"conservative / EASY on the JUROPA-size snapshot: {ratio:.1f}x")
+    for slow, fast, what in (("juropa-conservative", "juropa", "conservative / EASY on the JUROPA-size snapshot"),
+                             ("large-conservative", "large", "conservative / EASY on the 160,000-node snapshot"),
+                             ("kth-conservative-real", "kth-conservative-exact",
+                              "conservative on KTH, real / exact run times")):
+        if slow in by_case and fast in by_case:
+            print(f"{what}: {by_case[slow]['jufo_s'] / by_case[fast]['jufo_s']:.1f}x")
 
 
 if __name__ == "__main__":
