@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from lxml import etree
 

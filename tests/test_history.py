@@ -18,7 +18,6 @@ from jufo.backtest import Settings, snapshot_forecasts
 from jufo.behaviour import learn_user_caps, learn_windows
 from jufo.cli import main
 from jufo.dates import parse_date
-from jufo.errors import InputError
 from jufo.history import APPLICATION_ID, SCHEMA_VERSION, History, Observation
 from jufo.windows import HOUR, wall_class
 

@@ -1,6 +1,5 @@
 """Reading and writing LML: namespaces, merging, fidelity, schema validity, hardening."""
 
-import os
 
 import pytest
 import xmlschema
