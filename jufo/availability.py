@@ -18,7 +18,8 @@ subtract; the caller gives the combining function.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate, chain, islice
 from typing import Any, Protocol
 
 
@@ -41,6 +42,22 @@ class Counts:
 
     def subtract(self, a: int, b: int) -> int:
         return a - b
+
+
+def first_fit(segments: Iterable[tuple[int, int]], need: int, span: int, before: int) -> int | None:
+    """The first-fit scan of ``Profile.first_fit`` and ``Changes.first_fit`` over ``(start,
+    count)`` segments: a run of segments with at least ``need`` that lasts ``span`` (or
+    reaches ``before``) starts at its first breakpoint.  O(segments before the answer)."""
+    start = None
+    for t, value in segments:
+        if t >= before or (start is not None and t >= start + span):
+            return start
+        if value >= need:
+            if start is None:
+                start = t
+        else:
+            start = None
+    return start
 
 
 class Changes:
@@ -121,21 +138,9 @@ class Changes:
         (0, 1, 6)
         """
         now = max(self.now, since)
-        if now >= before:
-            return None
         i = bisect_right(self.times, now)
-        value = self.value + sum(self.deltas[:i])
-        start = now if value >= need else None
-        for t, d in zip(self.times[i:], self.deltas[i:]):
-            if t >= before or (start is not None and t >= start + span):
-                return start
-            value += d
-            if value >= need:
-                if start is None:
-                    start = t
-            else:
-                start = None
-        return start
+        values = accumulate(islice(self.deltas, i, None), initial=self.value + sum(self.deltas[:i]))
+        return first_fit(zip(chain((now,), islice(self.times, i, None)), values), need, span, before)
 
 
 class Profile:
@@ -218,20 +223,7 @@ class Profile:
         >>> p.first_fit(3, 15), p.first_fit(3, 15, 20), p.first_fit(3, 15, 10)
         (30, 10, None)
         """
-        times, values = self.times, self.values
-        start = None
-        for i in range(len(times)):
-            t = times[i]
-            if t >= before:
-                return start
-            if start is not None and t >= start + span:
-                return start
-            if values[i] >= need:
-                if start is None:
-                    start = t
-            else:
-                start = None
-        return start
+        return first_fit(zip(self.times, self.values), need, span, before)
 
     def window(self, combine: Callable[[Any, Any], Any]) -> Window:
         """A sliding window over this profile (valid until the profile changes)."""
