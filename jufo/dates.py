@@ -11,7 +11,7 @@ import calendar
 import re
 import time
 
-from .values import MAX_SECONDS
+from .values import MAX_SECONDS, plain_digits
 
 # (pattern, strftime format) in the order they are tried.
 FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -111,7 +111,7 @@ def parse_seconds(text: str) -> int:
     >>> parse_seconds("90"), parse_seconds("01:00:00"), parse_seconds("1-00:00:10")
     (90, 3600, 86410)
     """
-    if text.isdigit() and text.isascii() and len(text) <= 18:  # plain seconds, the usual case
+    if plain_digits(text):  # plain seconds, the usual case
         value = int(text)
         if value > MAX_SECONDS:
             raise ValueError(f"more than a century ({MAX_SECONDS:,} s)")
