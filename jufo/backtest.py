@@ -103,10 +103,10 @@ def _load(settings: Settings):
 def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     """Phase 1 for one snapshot ``at`` seconds after the trace's start: both simulations."""
     trace, records, by_number = _load(settings)
-    objects, _ = swf.snapshot_objects(trace, swf.Conversion(at=at, nodes=settings.nodes, cores=settings.cores,
-                                                            settings=dict(settings.overrides)))
+    objects, jobs, _ = swf.snapshot_jobs(trace, swf.Conversion(at=at, nodes=settings.nodes, cores=settings.cores,
+                                                               settings=dict(settings.overrides)))
     report = Report(quiet=True)
-    prepared = prepare(lml.from_objects(objects), report)
+    prepared = prepare(lml.from_objects(objects), report, None, jobs)
     assert prepared is not None
     snap, config = prepared
     source = TraceSource(records, settings.keep_days)

@@ -110,12 +110,13 @@ def _settings_option(f):
                         help="A scheduler key, e.g. --set maxtopdogs=all (repeatable).")(f)
 
 
-def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None):
-    """The prediction, with a progress line on stderr when it is a terminal."""
+def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None, jobs=None):
+    """The prediction, with a progress line on stderr when it is a terminal (``jobs``: see
+    ``forecast.read_snapshot``)."""
     from .forecast import predict as run_prediction
 
     bar = progress_bar()
-    forecast = run_prediction(doc, report, settings, bar)
+    forecast = run_prediction(doc, report, settings, bar, jobs)
     if bar:
         bar.done()
     assert forecast is not None  # predict mode raises instead of returning None
@@ -450,10 +451,15 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
     settings = {"system_state": "AttributeState", **preset_settings(preset),
                 **parse_overrides(overrides)}
     trace = swf.read(trace_path)
-    objects, counts = swf.snapshot_objects(trace, swf.Conversion(None, True, exact, True, nodes, cores, settings))
-    # the predicted file is only written on request; otherwise skip the XML round trip
-    doc = lml.parse(lml.build(objects), trace_path) if output else lml.from_objects(objects)
-    forecast = _forecast(doc, Report(quiet=quiet), None)
+    conv = swf.Conversion(None, True, exact, True, nodes, cores, settings)
+    # the predicted file is only written on request; otherwise skip the XML and the job text
+    if output:
+        objects, counts = swf.snapshot_objects(trace, conv)
+        doc, jobs = lml.parse(lml.build(objects), trace_path), None
+    else:
+        objects, jobs, counts = swf.snapshot_jobs(trace, conv)
+        doc = lml.from_objects(objects)
+    forecast = _forecast(doc, Report(quiet=quiet), None, jobs)
     if output:
         _write(doc, forecast, output)
     stats = evaluation.schedule_stats(evaluation.records_of_forecast(forecast), forecast.snapshot.machine.total_cores)

@@ -51,8 +51,9 @@ class Snapshot:
 LATEST_SYSTEM_TIME = 221845392000  # 9000-01-01: room for a century of walls before the year 9999
 
 
-def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
-    """Read system time, nodes, queues, jobs, reservations and scheduler keys.
+def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) -> Snapshot | None:
+    """Read system time, nodes, queues, jobs, reservations and scheduler keys. ``jobs``:
+    already read (a trace replay builds them directly), in place of the document's.
 
     Fatal problems raise InputError, or, when the report collects them, reading goes on as
     far as it can (None only without a usable system_time).
@@ -85,7 +86,9 @@ def read_snapshot(doc: Document, report: Report) -> Snapshot | None:
         return None
     reservations = read_reservations(doc.of_type("reservation"), machine, epoch, report)
     reader = JobReader(epoch, machine.max_cores, report, nodes=machine.by_name)
-    jobs, throttles = jobsets.expand_arrays([reader.read(obj) for obj in doc.of_type("job")], report)
+    if jobs is None:
+        jobs = [reader.read(obj) for obj in doc.of_type("job")]
+    jobs, throttles = jobsets.expand_arrays(jobs, report)
     jobsets.combine_het(jobs)
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
                     throttles)
@@ -104,11 +107,12 @@ class Forecast:
         return self.snapshot.jobs
 
 
-def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = None
-            ) -> tuple[Snapshot, Configuration] | None:
+def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = None,
+            jobs: list[Job] | None = None) -> tuple[Snapshot, Configuration] | None:
     """Read the snapshot and check the configuration; None if anything fatal was collected.
-    ``overrides`` (a preset, then ``--set`` keys) win over the snapshot's scheduler object."""
-    snap = read_snapshot(doc, report)
+    ``overrides`` (a preset, then ``--set`` keys) win over the snapshot's scheduler object;
+    ``jobs``: already read, in place of the document's (see ``read_snapshot``)."""
+    snap = read_snapshot(doc, report, jobs)
     if snap is None:
         return None
     settings = {**snap.scheduler, **(overrides or {})}
@@ -156,10 +160,11 @@ def load_preset(name: str) -> dict[str, str]:
 
 
 def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None,
-            progress=None) -> Forecast | None:
+            progress=None, jobs: list[Job] | None = None) -> Forecast | None:
     """Simulate the document's scheduler. None only when collecting errors (validate).
-    ``progress(started, queued)`` is called now and then during long runs."""
-    prepared = prepare(doc, report, overrides)
+    ``progress(started, queued)`` is called now and then during long runs; ``jobs`` see
+    ``read_snapshot``."""
+    prepared = prepare(doc, report, overrides, jobs)
     if prepared is None:
         return None
     snap, config = prepared

@@ -32,7 +32,7 @@ HELD_STATUSES = {"USER_ON_HOLD", "SYSTEM_ON_HOLD"}  # LLview's detailedstatus of
 STATUS_STATES = {"RUNNING": RUNNING, "SUBMITTED": WAITING}
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Job:
     """A job with its request and, after simulation, its prediction."""
 

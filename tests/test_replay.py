@@ -45,3 +45,20 @@ def test_same_starts_as_independent_easy(trace, exact):
     offset = min(job.submit for job in swf.read(str(trace)).jobs)
     starts = {int(job.data["step"]): job.start + offset for job in forecast.jobs}
     assert starts == reference
+
+
+@needs_traces
+@pytest.mark.parametrize("trace", [KTH, TRACES / "HPC2N-2002-2.1-cln.swf.gz"], ids=["kth", "hpc2n"])
+def test_replay_jobs_equal_the_read_ones(trace):
+    """What ``replay`` simulates without -o (Jobs built from the trace directly) is what it
+    reads from the snapshot with -o: every field of every job, at the first submit and at a
+    busy moment with running jobs placed on nodes."""
+    from test_swf import _read_back, same_jobs
+
+    records = swf.read(str(trace))
+    middle = records.jobs[len(records.jobs) // 2].submit
+    for conv in (swf.Conversion(future=True, actual=True, settings={"system_state": "AttributeState"}),
+                 swf.Conversion(at=middle, future=True, exact=True, actual=True)):
+        _, jobs, _ = swf.snapshot_jobs(records, conv)
+        assert same_jobs(jobs, _read_back(records, conv)) > 10_000
+        assert any(job.running and job.nodelist for job in jobs) == (conv.at is not None)

@@ -10,6 +10,7 @@ from conftest import running, snapshot, waiting
 from jufo import lml, swf
 from jufo.cli import main
 from jufo.dates import parse_date
+from jufo.errors import Report
 
 TRACE = """; Version: 2.2
 ; MaxProcs: 8
@@ -134,3 +135,32 @@ def test_evaluate_needs_predictions(trace_file, tmp_path):
     plain.write_bytes(snapshot({"a": waiting(1, 10)}))
     result = CliRunner().invoke(main, ["evaluate", str(plain), "--actual", str(trace_file)])
     assert result.exit_code == 2 and "jufo predict first" in result.stderr
+
+
+def _read_back(trace, conv):
+    """The jobs as JobReader reads them from the snapshot's objects."""
+    from jufo.forecast import read_snapshot
+
+    objects, _ = swf.snapshot_objects(trace, conv)
+    return read_snapshot(lml.from_objects(objects), Report(quiet=True)).jobs
+
+
+def same_jobs(direct, read):
+    """Every field of every Job equal (Jobs compare by identity)."""
+    from dataclasses import fields
+
+    names = [f.name for f in fields(direct[0])] if direct else []
+    assert [[getattr(j, n) for n in names] for j in direct] == [[getattr(j, n) for n in names] for j in read]
+    return len(direct)
+
+
+@pytest.mark.parametrize("at,exact,actual", [(None, False, True), (30, False, False), (30, True, True)])
+def test_snapshot_jobs_read_as_jobreader_reads_them(trace_file, at, exact, actual):
+    """``snapshot_jobs`` builds the Jobs directly; they are the ones JobReader reads from
+    ``snapshot_objects`` (running jobs with start and node list, waiting and future ones)."""
+    trace = swf.read(str(trace_file))
+    conv = swf.Conversion(at=at, future=True, exact=exact, actual=actual, cores=2)
+    objects, jobs, counts = swf.snapshot_jobs(trace, conv)
+    with_jobs, counts_too = swf.snapshot_objects(trace, conv)
+    assert objects == [o for o in with_jobs if o[1] != "job"] and counts == counts_too
+    assert same_jobs(jobs, _read_back(trace, conv)) == len(with_jobs) - len(objects) > 0
