@@ -171,10 +171,11 @@ class Profile:
 
     def _split(self, t: int) -> int:
         """Index of the segment starting at ``t``, splitting the one that holds it.  O(segments)."""
-        i = bisect_right(self.times, t) - 1
-        if self.times[i] == t:
+        times = self.times
+        i = bisect_right(times, t) - 1
+        if times[i] == t:
             return i
-        self.times.insert(i + 1, t)
+        times.insert(i + 1, t)
         self.values.insert(i + 1, self.algebra.copy(self.values[i]))
         return i + 1
 
@@ -187,18 +188,21 @@ class Profile:
         self._change(start, end, amount, self.algebra.subtract)
 
     def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any]) -> None:
-        start = max(start, self.times[0])
+        times, values = self.times, self.values
+        if start < times[0]:
+            start = times[0]
         if end <= start:
             return
         first, last = self._split(start), self._split(end)
-        values = self.values
         for i in range(first, last):
             values[i] = op(values[i], amount)
         if self.merge:  # only the edges can now equal their neighbours: scans see fewer segments
-            for i in (last, first):
-                if 0 < i < len(values) and values[i] == values[i - 1]:
-                    del self.times[i]
-                    del values[i]
+            if last < len(values) and values[last] == values[last - 1]:
+                del times[last]
+                del values[last]
+            if first and values[first] == values[first - 1]:
+                del times[first]
+                del values[first]
 
     def advance(self, now: int) -> None:
         """Forget the time before ``now``.  O(segments dropped)."""

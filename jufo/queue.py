@@ -129,15 +129,12 @@ class QueueLimits:
         self.by_user: dict[str, set] = {}
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
+        self._configured()
 
-    @property
-    def active(self) -> bool:
-        """Is any limit configured?"""
-        return bool(self.queues) or self.users_limited or bool(self.array_caps)
-
-    @property
-    def users_limited(self) -> bool:
-        return bool(self.user_caps) or self.user_default is not None
+    def _configured(self) -> None:
+        """Note what is limited (asked at every fit: attributes, not properties)."""
+        self.users_limited = bool(self.user_caps) or self.user_default is not None
+        self.active = bool(self.queues) or self.users_limited or bool(self.array_caps)  # any limit at all
 
     def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
         """Cap the jobs each user runs at once over all queues: ``caps`` per user (a second call
@@ -149,6 +146,7 @@ class QueueLimits:
                 self.user_sources[user] = source
         if default is not None:
             self.user_default = default
+        self._configured()
 
     def user_cap(self, user: str) -> int | None:
         return self.user_caps.get(user, self.user_default)
@@ -156,6 +154,7 @@ class QueueLimits:
     def throttle(self, caps: dict[str, int]) -> None:
         """Run at most ``caps[a]`` tasks of job array ``a`` at once. Call before any allocation is added."""
         self.array_caps = dict(caps)
+        self._configured()
 
     def add(self, span: Span) -> None:
         if span.queue in self.spans:

@@ -82,13 +82,14 @@ class Simulation(ABC):
         self.bind(reservations, waiting)
         self.dependencies = dependencies or {}
         self.queue_jobs(waiting)
-        horizon = self.policy.horizon
-        while self.timeline:
-            now = self.timeline.peek_time()
+        horizon, timeline, state = self.policy.horizon, self.timeline, self.state
+        ended, expired, arrival = Kind.END, Kind.RESERVATION_END, Kind.ARRIVAL  # (an Enum lookup costs 0.2 µs)
+        while timeline:
+            now = timeline.peek_time()
             if horizon is not None and now > horizon:
                 break
-            _, batch = self.timeline.pop_second()
-            self.state.advance(now)
+            _, batch = timeline.pop_second()
+            state.advance(now)
             for sub in self.substates:
                 sub.advance(now)
             self.events += 1
@@ -96,24 +97,25 @@ class Simulation(ABC):
             only_arrivals = True
             started = self.started
             for kind, payload in batch:
-                if kind is Kind.END:
-                    (payload.home or self.state).finish(payload)
-                    for sub, shadow in self.shadows.pop(payload, ()):
-                        sub.finish(shadow)
+                if kind is ended:
+                    (payload.home or state).finish(payload)
+                    if self.shadows:
+                        for sub, shadow in self.shadows.pop(payload, ()):
+                            sub.finish(shadow)
                     if payload.end > now:
                         self.ended_early = True
-                    if payload.job is not None:
+                    if payload.job is not None and self.watchers:
                         self.satisfy(END, payload.job, now)
-                elif kind is Kind.RESERVATION_END:
-                    (payload.home or self.state).unplan(payload)
-                elif kind is Kind.ARRIVAL:
+                elif kind is expired:
+                    (payload.home or state).unplan(payload)
+                elif kind is arrival:
                     self.add_waiting(payload)
                     arrivals.add(payload)
                 elif payload is BOUNDARY:
                     self._boundary = None
                     only_arrivals = False
                     continue
-                if kind is not Kind.ARRIVAL:
+                if kind is not arrival:
                     only_arrivals = False  # resources came back or a reservation begins
                 self._active = now
             if self.waiting:
@@ -190,7 +192,11 @@ class Simulation(ABC):
             job.reason = self.state.exceeds(job)
             if job.reason is None:
                 eligible.append(job)
-        eligible.sort(key=lambda j: (j.arrival > 0, self.sorter.key(j, 0) if j.arrival <= 0 else (j.arrival, j.index)))
+        def queue_order(j: Job) -> tuple:  # the queue now in priority order, then arrivals in time
+            arrival = j.arrival
+            return (True, arrival, j.index) if arrival > 0 else (False, self.sorter.key(j, 0))
+
+        eligible.sort(key=queue_order)
         limit = self.policy.maxnumjobs
         if limit is not None:
             for job in eligible[limit:]:
@@ -202,10 +208,11 @@ class Simulation(ABC):
             job.shape = (self.state.shape(job) + (self.bound_to.get(job),), self.state.size(job))
             if switched and job.switches is not None and job.switches_until > 0:
                 self.timeline.push(job.switches_until, Kind.WAKE, SWITCHES)  # it may go anywhere now
-            if self.hold_back(job):
+            if self.dependencies and self.hold_back(job):
                 continue
-            if job.arrival > 0:
-                self.timeline.push(job.arrival, Kind.ARRIVAL, job)
+            arrival = job.arrival
+            if arrival > 0:
+                self.timeline.push(arrival, Kind.ARRIVAL, job)
             else:
                 self.add_waiting(job)
         self.timeline.push(0, Kind.WAKE, None)
@@ -289,14 +296,15 @@ class Simulation(ABC):
         Callers pass over jobs held back by their user's cap first: a cap is the user's, not
         the request's, so it must not become a failure for other users' jobs."""
         shape, size = job.shape
-        if self.failed.covers(shape, size, job.wall):
+        failed = self.failed
+        if failed.covers(shape, size, job.wall):
             return None
-        if not self.may_start(job, self.state.now):
-            self.failed.add(shape, size, job.wall)  # start rules are monotone in the request
+        if self.rules is not None and not self.may_start(job, self.state.now):
+            failed.add(shape, size, job.wall)  # start rules are monotone in the request
             return None
         resources = self.state_for(job).is_insertable(job)
         if resources is None:
-            self.failed.add(shape, size, job.wall)
+            failed.add(shape, size, job.wall)
         return resources
 
     def start_job(self, job: Job, now: int, resources: Any, backfilled: bool,
@@ -308,9 +316,10 @@ class Simulation(ABC):
         job.backfilled = backfilled
         self.started += 1
         self.occupy(alloc, job.end, planned)
-        self.satisfy(START, job, now)
-        if job.end <= now:  # over at once: no end event will come
-            self.satisfy(END, job, now)
+        if self.watchers:  # jobs depend on this one
+            self.satisfy(START, job, now)
+            if job.end <= now:  # over at once: no end event will come
+                self.satisfy(END, job, now)
 
     def occupy(self, alloc: Allocation, end: int, planned: Allocation | None = None) -> None:
         """Hold ``alloc``'s resources (planned until ``alloc.end``) until the job really ends at

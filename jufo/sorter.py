@@ -18,10 +18,11 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
+from bisect import bisect_right, insort
 from heapq import heapify, heappop, heappush, heapreplace
 from operator import attrgetter
 
-from sortedcontainers import SortedKeyList, SortedList
+from sortedcontainers import SortedKeyList
 
 from .dates import parse_date
 from .errors import Report
@@ -264,8 +265,9 @@ class WaitingQueue:
         self._key = key
         self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
         self._classes: dict[tuple, SortedKeyList] = {}  # unreserved jobs by request class
+        self._filed: dict[Job, tuple] = {}  # each unreserved job's request class
         self._by_size: dict[int, set[tuple]] = {}  # request classes by size
-        self._sizes: SortedList = SortedList()
+        self._sizes: list[int] = []  # the sizes in _by_size, ascending (a few hundred at most)
         self.groups: Counter = Counter()  # request classes per top-dog group
 
     def __len__(self) -> int:
@@ -291,22 +293,22 @@ class WaitingQueue:
         self._file(job)
 
     def _file(self, job: Job) -> None:
-        cls = self._class(job)
+        cls = self._filed[job] = self._class(job)
         bucket = self._classes.get(cls)
         if bucket is None:
             bucket = self._classes[cls] = SortedKeyList(key=self._key)
             size = cls[2]
             if size not in self._by_size:
                 self._by_size[size] = set()
-                self._sizes.add(size)
+                insort(self._sizes, size)
             self._by_size[size].add(cls)
             self.groups[cls[0]] += 1
         bucket.add(job)
 
     def _unfile(self, job: Job) -> None:
-        cls = self._class(job)
-        bucket = self._classes.get(cls)
-        if bucket is not None and job in bucket:
+        cls = self._filed.pop(job, None)
+        if cls is not None:
+            bucket = self._classes[cls]
             bucket.remove(job)
             if not bucket:
                 del self._classes[cls]
@@ -351,7 +353,8 @@ class WaitingQueue:
         """
         if small_only:
             # at the start of a pass nothing has failed and these fit the bound: none to skip
-            classes = [cls for size in self._sizes.irange(maximum=bound) for cls in self._by_size[size]]
+            sizes = self._sizes
+            classes = [cls for size in sizes[:bisect_right(sizes, bound)] for cls in self._by_size[size]]
             return Walk(self, due, bound, skip, classes, checked=True)
         return Walk(self, due, bound, skip, list(self._classes))
 

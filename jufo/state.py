@@ -32,7 +32,7 @@ from .queue import Queue, QueueLimits, peak
 from .ranges import NodeCores, bits_of, first_run, lowest
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Allocation:
     """Resources held by a job (or an advance reservation) over ``[start, end)``."""
 

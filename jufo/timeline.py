@@ -62,5 +62,5 @@ class Timeline:
         batch = []
         while self._heap and self._heap[0][0] == time:
             _, kind, _, payload = heapq.heappop(self._heap)
-            batch.append((Kind(kind), payload))
+            batch.append((kind, payload))  # pushed as a Kind
         return time, batch
