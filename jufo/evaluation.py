@@ -21,7 +21,7 @@ from .dates import parse_date
 BSLD_THRESHOLD = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One job of a schedule: epoch seconds and the cores it held."""
 
@@ -56,13 +56,14 @@ def schedule_stats(records: list[Record], capacity: int) -> dict[str, float]:
         return {"jobs": 0}
     span = max(r.end for r in records) - min(r.queued for r in records)
     used = sum(r.cores * (r.end - r.start) for r in records)
+    flows, slowdowns = [r.flow for r in records], [r.slowdown for r in records]
     return {
         "jobs": len(records),
-        "mean_wait": statistics.fmean(r.wait for r in records),
-        "mean_flow": statistics.fmean(r.flow for r in records),
-        "max_flow": max(r.flow for r in records),
-        "mean_bsld": statistics.fmean(r.slowdown for r in records),
-        "max_bsld": max(r.slowdown for r in records),
+        "mean_wait": statistics.fmean([r.wait for r in records]),
+        "mean_flow": statistics.fmean(flows),
+        "max_flow": max(flows),
+        "mean_bsld": statistics.fmean(slowdowns),
+        "max_bsld": max(slowdowns),
         "utilisation": used / (capacity * span) if capacity and span > 0 else 0.0,
     }
 

@@ -7,6 +7,8 @@ the counter breaks remaining ties in insertion order, so every run is determinis
 from __future__ import annotations
 
 import heapq
+from collections import deque
+from itertools import chain
 from enum import IntEnum
 from typing import Any
 
@@ -21,7 +23,10 @@ class Kind(IntEnum):
 
 
 class Timeline:
-    """Min-heap of ``(time, kind, counter, payload)``.
+    """Events ordered by ``(time, kind, counter)``: a min-heap, beside a sorted run of the
+    events pushed in order (the queue dates of a trace, pushed ascending at the start).
+    Those stay out of the heap, so its pushes and pops cost O(log of the few events pushed
+    out of order: ends, wake-ups) instead of O(log of every future arrival).
 
     >>> t = Timeline()
     >>> t.push(5, Kind.ARRIVAL, "b"); t.push(5, Kind.END, "a"); t.push(3, Kind.WAKE, None)
@@ -35,32 +40,46 @@ class Timeline:
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, int, Any]] = []
+        self._run: deque[tuple[int, int, int, Any]] = deque()  # ascending; each after every earlier push
         self._counter = 0
 
     def __bool__(self) -> bool:
-        return bool(self._heap)
+        return bool(self._heap) or bool(self._run)
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + len(self._run)
 
     def push(self, time: int, kind: Kind, payload: Any) -> None:
-        """Add an event.  O(log n)."""
-        heapq.heappush(self._heap, (time, kind, self._counter, payload))
+        """Add an event.  O(1) if it sorts after the run's last, else O(log heap)."""
+        event = (time, kind, self._counter, payload)  # counters differ: payloads are never compared
         self._counter += 1
+        run = self._run
+        if not run or event > run[-1]:
+            run.append(event)
+        else:
+            heapq.heappush(self._heap, event)
 
     def peek_time(self) -> int:
         """Time of the next event.  O(1)."""
-        return self._heap[0][0]
+        heap, run = self._heap, self._run
+        if not heap:
+            return run[0][0]
+        return heap[0][0] if not run or heap[0][0] <= run[0][0] else run[0][0]
 
     def payloads(self, kind: Kind) -> list[Any]:
         """Payloads of the events of one kind still waiting, in no particular order.  O(n)."""
-        return [payload for _, k, _, payload in self._heap if k == kind]
+        return [payload for _, k, _, payload in chain(self._heap, self._run) if k == kind]
 
     def pop_second(self) -> tuple[int, list[tuple[Kind, Any]]]:
-        """Remove and return every event of the earliest second, in processing order.  O(k log n)."""
-        time = self._heap[0][0]
+        """Remove and return every event of the earliest second, in processing order.  O(k log heap)."""
+        time = self.peek_time()
+        heap, run = self._heap, self._run
         batch = []
-        while self._heap and self._heap[0][0] == time:
-            _, kind, _, payload = heapq.heappop(self._heap)
+        while True:
+            if heap and heap[0][0] == time and (not run or heap[0] < run[0]):
+                _, kind, _, payload = heapq.heappop(heap)
+            elif run and run[0][0] == time:
+                _, kind, _, payload = run.popleft()
+            else:
+                return time, batch
             batch.append((kind, payload))  # pushed as a Kind
-        return time, batch
