@@ -23,6 +23,9 @@ from itertools import accumulate, chain, islice
 from typing import Any, Protocol
 
 
+FOREVER = 2**62  # no end
+
+
 class Algebra(Protocol):
     """Operations on one kind of resource value."""
 
@@ -128,7 +131,7 @@ class Changes:
             del self.deltas[:i]
         self.now = max(self.now, now)
 
-    def first_fit(self, need: int, span: int, before: int = 2**62, since: int = 0) -> int | None:
+    def first_fit(self, need: int, span: int, before: int = FOREVER, since: int = 0) -> int | None:
         """The earliest ``t`` in ``[since, before)`` with at least ``need`` throughout ``[t,
         min(t+span, before))``, as ``Profile.first_fit``: the value at ``since`` is a sum (in
         C), the scan goes on from there.  O(changes from ``since`` to the answer).
@@ -164,6 +167,7 @@ class Profile:
         self.times: list[int] = [now]
         self.values: list[Any] = [initial]
         self.merge = merge  # drop breakpoints between equal values (cheap to compare: counts)
+        self.counts = isinstance(algebra, Counts)
 
     def segments(self) -> list[tuple[int, Any]]:
         """``(start, value)`` of every segment.  O(segments)."""
@@ -181,21 +185,26 @@ class Profile:
 
     def add(self, start: int, end: int, amount: Any) -> None:
         """Add ``amount`` during ``[start, end)``.  O(segments in it) operations."""
-        self._change(start, end, amount, self.algebra.add)
+        self._change(start, end, amount, self.algebra.add, amount if self.counts else None)
 
     def subtract(self, start: int, end: int, amount: Any) -> None:
         """Subtract ``amount`` during ``[start, end)``.  O(segments in it) operations."""
-        self._change(start, end, amount, self.algebra.subtract)
+        self._change(start, end, amount, self.algebra.subtract, -amount if self.counts else None)
 
-    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any]) -> None:
+    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any], delta: int | None) -> None:
+        """Apply ``op(value, amount)`` over ``[start, end)``; for counts, add ``delta`` instead
+        (one list comprehension, no call per segment)."""
         times, values = self.times, self.values
         if start < times[0]:
             start = times[0]
         if end <= start:
             return
         first, last = self._split(start), self._split(end)
-        for i in range(first, last):
-            values[i] = op(values[i], amount)
+        if delta is not None:
+            values[first:last] = [v + delta for v in values[first:last]]
+        else:
+            for i in range(first, last):
+                values[i] = op(values[i], amount)
         if self.merge:  # only the edges can now equal their neighbours: scans see fewer segments
             if last < len(values) and values[last] == values[last - 1]:
                 del times[last]
@@ -213,7 +222,7 @@ class Profile:
         if now > self.times[0]:
             self.times[0] = now
 
-    def first_fit(self, need: int, span: int, before: int = 2**62) -> int | None:
+    def first_fit(self, need: int, span: int, before: int = FOREVER) -> int | None:
         """Counts only: the earliest ``t < before`` with at least ``need`` free throughout
         ``[t, min(t+span, before))``: a run of segments with enough that lasts ``span``, or
         reaches ``before``, starts at its first breakpoint.  O(segments before the answer).
@@ -226,7 +235,18 @@ class Profile:
         >>> p.subtract(0, 10, 3); p.subtract(20, 30, 2)
         >>> p.first_fit(3, 15), p.first_fit(3, 15, 20), p.first_fit(3, 15, 10)
         (30, 10, None)
+
+        Compression asks this of every reservation in turn, and most move nowhere; the usual
+        no is found from the end: where the segments just before ``before`` lack ``need``, no
+        run reaches it, and one lasting ``span`` must end where they begin.
         """
+        if before < FOREVER:
+            times, values = self.times, self.values
+            last = j = bisect_left(times, before) - 1  # the last segment before ``before``
+            while j >= 0 and values[j] < need:
+                j -= 1
+            if j < 0 or (j < last and times[j + 1] - times[0] < span):
+                return None
         return first_fit(zip(self.times, self.values), need, span, before)
 
     def window(self, combine: Callable[[Any, Any], Any]) -> Window:

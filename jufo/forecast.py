@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from importlib import metadata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -318,6 +317,8 @@ def provenance(doc: Document, config: Configuration) -> dict[str, list[tuple[str
     """What the system object gets, so a stale output can be told from a fresh one: the jufo
     version, when the run happened (UTC; ``SOURCE_DATE_EPOCH`` pins it for reproducible
     output) and the effective scheduler settings."""
+    from importlib import metadata  # 20 ms of imports: only where output is written
+
     systems = doc.of_type("system")
     if not systems:
         return {}

@@ -8,6 +8,7 @@ planned starts, then one call of ``insert_waiting_jobs`` with the queue in prior
 from __future__ import annotations
 
 import math
+from heapq import heappop, heappush
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from collections import Counter
@@ -263,7 +264,7 @@ class Simulation(ABC):
         if not self.waiting.static or self.state_of:  # size bounds are the machine's: walk all
             return self.waiting.ordered(now)
         if fresh is not None:
-            return sorted(fresh, key=lambda j: self.sorter.key(j, now))
+            return self.waiting.sort(fresh, now)
         small_only = all(self.saturated(group) for group in self.waiting.groups)
         return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip, small_only)
 
@@ -412,6 +413,8 @@ class Backfilling(Simulation):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reserved: dict[Job, Allocation] = {}
+        self._starts: list[tuple[int, int, Job, Allocation]] = []  # reservations by start; moved ones linger
+        self._pushed = 0
         self.promised: dict[Job, int] = {}  # each top dog's first reservation: it never starts later
         self.held: Counter = Counter()
         self.recheck = False  # a slot freed after a job was refused one: the next pass looks at all
@@ -548,7 +551,19 @@ class Backfilling(Simulation):
         return self.held[group] >= self.policy.maxtopdogs
 
     def due(self, now: int) -> list[Job]:
-        return [job for job, alloc in self.reserved.items() if alloc.start <= now]
+        """O(k log r) for the k reservations due (plus the moved ones' old entries), not O(r)."""
+        starts, out = self._starts, []
+        while starts and starts[0][0] <= now:
+            entry = heappop(starts)
+            if self.reserved.get(entry[2]) is entry[3]:  # still this job's reservation
+                out.append(entry)
+        for entry in out:  # due until started (in this pass, which walks them)
+            heappush(starts, entry)
+        return [entry[2] for entry in out]
+
+    def _note_start(self, job: Job, alloc: Allocation) -> None:
+        heappush(self._starts, (alloc.start, self._pushed, job, alloc))
+        self._pushed += 1
 
     def _compress(self, now: int) -> None:
         """A job ended before its wall: each top dog, in priority order, moves to the earliest
@@ -565,6 +580,7 @@ class Backfilling(Simulation):
                 continue  # keeps its slot
             moved = home.replan(alloc, *found)
             self.reserved[job] = moved
+            self._note_start(job, moved)
             self.timeline.push(moved.start, Kind.WAKE, moved)
         self.ended_early = False
 
@@ -581,6 +597,7 @@ class Backfilling(Simulation):
         home.plan(alloc)
         alloc.home = home
         self.reserved[job] = alloc
+        self._note_start(job, alloc)
         self.promised.setdefault(job, t)
         self.waiting.reserved(job)
         self.held[self.group(job)] += 1

@@ -364,8 +364,9 @@ class WaitingQueue:
         return Walk(self, due, bound, skip, list(self._classes))
 
     def ahead(self, job: Job) -> bool:
-        """Static order only: does a job of higher priority wait?  O(log n)."""
-        return self._jobs.bisect_key_left(self._key(job)) > 0
+        """Static order only: does a job of higher priority wait?  O(1)."""
+        first = self._jobs[0]
+        return first is not job and first.order_key < job.order_key
 
 
 class Walk:
