@@ -199,12 +199,25 @@ class Profile:
             start = times[0]
         if end <= start:
             return
-        first, last = self._split(start), self._split(end)
-        if delta is not None:
-            values[first:last] = [v + delta for v in values[first:last]]
-        else:
+        if delta is None:
+            first, last = self._split(start), self._split(end)
             for i in range(first, last):
                 values[i] = op(values[i], amount)
+        else:  # counts: the splits inline (a count needs no copy), one segment without a list
+            first = bisect_right(times, start) - 1
+            if times[first] != start:
+                first += 1
+                times.insert(first, start)
+                values.insert(first, values[first - 1])
+            last = bisect_right(times, end, first) - 1
+            if times[last] != end:
+                last += 1
+                times.insert(last, end)
+                values.insert(last, values[last - 1])
+            if last - first == 1:
+                values[first] += delta
+            else:
+                values[first:last] = [v + delta for v in values[first:last]]
         if self.merge:  # only the edges can now equal their neighbours: scans see fewer segments
             if last < len(values) and values[last] == values[last - 1]:
                 del times[last]

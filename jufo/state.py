@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from heapq import merge
 from itertools import islice
@@ -214,6 +214,18 @@ class SystemState(ABC):
         found = self.earliest(job, horizon, allowed)
         self.plan(alloc)
         return None if found is None or found[0] >= alloc.start else found
+
+    def compress(self, planned: Iterable[tuple[Job, Allocation]], horizon: int | None = None,
+                 rule: Callable[[Job], Callable[[int], int | None] | None] | None = None
+                 ) -> Iterator[tuple[Job, Allocation]]:
+        """Compression of this state's reservations ``planned`` (in priority order): each in
+        turn moves to the earliest slot before its own if there is one (``earlier``, then
+        ``replan``); yields ``(job, moved)`` as it goes, so a caller sees each move before the
+        next is looked for. ``rule(job)``: its start rule (see ``earliest``)."""
+        for job, alloc in planned:
+            found = self.earlier(job, alloc, horizon, None if rule is None else rule(job))
+            if found is not None:
+                yield job, self.replan(alloc, *found)
 
     def replan(self, alloc: Allocation, start: int, resources: Any) -> Allocation:
         """Move the planned ``alloc`` to ``start`` on ``resources`` (same length); returns the
@@ -842,6 +854,22 @@ class AttributeState(SystemState):
             return super().earlier(job, alloc, horizon, allowed)
         t = self.profile.first_fit(job.total_cores, max(job.wall, 1), alloc.start)
         return (t, job.total_cores) if self._in_bounds(t, job, horizon) else None
+
+    def compress(self, planned: Iterable[tuple[Job, Allocation]], horizon: int | None = None,
+                 rule: Callable[[Job], Callable[[int], int | None] | None] | None = None
+                 ) -> Iterator[tuple[Job, Allocation]]:
+        """Without limits, start rules or a deadline, each reservation asks the profile
+        directly (``earlier`` would check those for each): compression asks this of every
+        reservation at every early end, and most cannot move (KTH conservative: 0.17 s of 4).
+        O(segments before each reservation's start) per reservation."""
+        if rule is not None or self.limits.active or self.deadline is not None:
+            yield from super().compress(planned, horizon, rule)
+            return
+        first_fit = self.profile.first_fit
+        for job, alloc in planned:
+            t = first_fit(job.total_cores, max(job.wall, 1), alloc.start)
+            if t is not None and (horizon is None or t <= horizon):
+                yield job, self.replan(alloc, t, job.total_cores)
 
     def replan(self, alloc: Allocation, start: int, resources: int) -> Allocation:
         """Without limits, one change of the profile where the old and new intervals differ

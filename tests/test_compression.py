@@ -36,3 +36,77 @@ def test_no_job_starts_after_its_first_reservation(seed, state, topdogs):
     late = {j.id: (j.start, t) for j, t in promised.items() if j.start is None or j.start > t}
     assert not late
     assert all(j.start is not None for j in forecast.jobs)
+
+
+def counts_compression(seed: int) -> tuple[list, list]:
+    """The moves and the profile after compressing a random count state's reservations, with
+    AttributeState's loop and with the plain ``earlier`` then ``replan`` of each in turn."""
+    from jufo.job import Job
+    from jufo.node import Machine, Node
+    from jufo.state import Allocation, AttributeState, SystemState
+
+    rng = random.Random(seed)
+    machine = Machine([Node(i, f"n{i}", f"n{i}", 4, None) for i in range(rng.randint(1, 6))])
+    total = machine.total_cores
+    tick = rng.choice([1, 10])  # on a coarse grid, runs and walls often end at the same second
+    running = [(rng.randint(1, total), tick * rng.randint(1, 30), tick * rng.randint(0, 15))
+               for _ in range(rng.randint(1, 6))]
+    requests = [(rng.randint(1, total), rng.choice([1, tick * rng.randint(1, 5), tick * rng.randint(1, 40)]))
+                for _ in range(rng.randint(1, 25))]
+    now = tick * rng.randint(0, 10)
+    moves, profiles = [], []
+    for compress in (AttributeState.compress, SystemState.compress):  # the loop, the plain way
+        state = AttributeState(machine, {})
+        ran = []
+        for cores, wall, _ in running:
+            if state.is_insertable(Job("r", 0, {}, "Running", wall=wall, total_cores=cores)) is not None:
+                ran.append(Allocation(0, wall, cores, cores, "", "", None))
+                state.insert(ran[-1])
+        planned = []
+        for i, (cores, wall) in enumerate(requests):
+            job = Job(f"j{i}", i, {}, "Idle", wall=wall, total_cores=cores)
+            t, resources = state.earliest(job)
+            planned.append((job, Allocation(t, t + wall, resources, cores, "", "", job, home=state)))
+            state.plan(planned[-1][1])
+        state.advance(now)
+        for alloc, (_, _, actual) in zip(ran, running):  # some end early, now
+            if actual <= now < alloc.end:
+                state.finish(alloc)
+        moves.append([(job.id, a.start, a.end) for job, a in compress(state, [p for p in planned if p[1].start > now])])
+        profiles.append(state.profile.segments())
+    return moves, profiles
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_counts_compression_is_earlier_then_replan(seed):
+    """AttributeState's one-loop compression (its early no read from the segments before each
+    reservation) moves exactly the reservations, to exactly the slots, that asking ``earlier``
+    and then ``replan`` of each in turn does, and leaves the same profile."""
+    moves, profiles = counts_compression(seed)
+    assert moves[0] == moves[1]
+    assert profiles[0] == profiles[1]
+
+
+def test_counts_compression_cases_move_jobs():
+    moved = sum(bool(counts_compression(seed)[0][0]) for seed in range(200))
+    assert moved >= 60, f"only {moved} of 200 cases move a reservation: they test little"
+
+
+def test_counts_compression_takes_a_gap_exactly_as_long_as_the_wall():
+    """4 cores; a job on all of them ends at 0 instead of 10, a reservation holds 3 cores over
+    [10, 30): the 2-core 10 s job reserved at 30 moves to 0, into a gap exactly its wall long."""
+    from jufo.job import Job
+    from jufo.node import Machine, Node
+    from jufo.state import Allocation, AttributeState
+
+    state = AttributeState(Machine([Node(0, "n0", "n0", 4, None)]), {})
+    running = Allocation(0, 10, 4, 4, "", "", None)
+    state.insert(running)
+    state.plan(Allocation(10, 30, 3, 3, "", "", None))
+    job = Job("j", 1, {}, "Idle", wall=10, total_cores=2)
+    assert state.earliest(job) == (30, 2)
+    alloc = Allocation(30, 40, 2, 2, "", "", job, home=state)
+    state.plan(alloc)
+    state.finish(running)
+    assert [(j.id, a.start, a.end) for j, a in state.compress([(job, alloc)])] == [("j", 0, 10)]
+    assert state.profile.segments() == [(0, 2), (10, 1), (30, 4)]
