@@ -587,12 +587,15 @@ class Backfilling(Simulation):
         slot it fits now if that is earlier; the others keep theirs. So no job ever starts
         later than its reservation (conservative backfilling with compression; with one top
         dog, EASY as published). Only a job that can move is re-planned."""
-        reserved, state, push, wake = self.reserved, self.state, self.timeline.push, Kind.WAKE
-        planned = [(job, reserved[job]) for job in self.waiting.sort(reserved, now)]
-        planned = [(job, alloc) for job, alloc in planned if alloc.start > now]  # the others start in this pass
+        reserved, push, wake = self.reserved, self.timeline.push, Kind.WAKE
+        self.ended_early = False
+        if not reserved:
+            return
+        order = self.waiting.sort(reserved, now) if len(reserved) > 1 else reserved  # (EASY: one)
+        planned = [(job, alloc) for job in order if (alloc := reserved[job]).start > now]  # the others start now
         rule = None if self.rules is None else self.start_rule
-        if all(alloc.home is state for _, alloc in planned):
-            moves = state.compress(planned, self.policy.horizon, rule)
+        if not self.state_of:  # no job bound to an advance reservation: all are the machine's
+            moves = self.state.compress(planned, self.policy.horizon, rule)
         else:  # reservations in advance reservations' states too: one at a time, each in its own
             moves = (move for job, alloc in planned
                      for move in alloc.home.compress([(job, alloc)], self.policy.horizon, rule))
@@ -600,7 +603,6 @@ class Backfilling(Simulation):
             reserved[job] = moved
             self._note_start(job, moved)
             push(moved.start, wake, moved)
-        self.ended_early = False
 
     def group(self, job: Job) -> str | None:
         return job.queue if self.policy.topdogs_per_queue else None
