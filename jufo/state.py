@@ -929,6 +929,11 @@ class AttributeState(SystemState):
         return sub, []
 
     def insert(self, alloc: Allocation, planned: Allocation | None = None) -> None:
+        if (planned is not None and not self.limits.active and planned.start <= self.now
+                and planned.end == alloc.end and planned.resources == alloc.resources):
+            SystemState.unplan(self, planned)  # a reservation begins: the same cores, as long;
+            SystemState.insert(self, alloc)    # the merged profile stays as it is
+            return
         super().insert(alloc, planned)
         self.profile.merge = not self.limits.active
         self.profile.subtract(self.now, alloc.end, alloc.resources)
