@@ -27,7 +27,7 @@ from sortedcontainers import SortedKeyList
 
 from .job import Job
 from .node import Machine
-from .availability import Changes, Counts, Profile
+from .availability import FOREVER, Changes, Counts, Profile
 from .queue import Queue, QueueLimits, peak
 from .ranges import NodeCores, bits_of, first_run, lowest
 
@@ -298,9 +298,6 @@ class SystemState(ABC):
         self.limits.discard(alloc)
         self.version += 1
         self.reach.clear()
-
-
-FOREVER = 2**62
 
 
 class NodeAlgebra:
