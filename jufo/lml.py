@@ -115,10 +115,7 @@ def parse(raw: bytes, source: str = "input") -> Document:
             continue
         infos.setdefault(oid, []).append(info)
         values = obj.data
-        for data in info:
-            tag = data.tag
-            if not isinstance(tag, str) or (tag != "data" and not tag.endswith("}data")):
-                continue
+        for data in info.iterchildren("{*}data"):  # in any namespace or none; C skips the rest
             key = data.get("key")
             if key:
                 values[key] = data.get("value", "")  # later info wins for a repeated key
