@@ -71,6 +71,16 @@ def test_output_is_byte_identical_and_idempotent(jufo):
     assert jufo(first).output == first  # earlier jufo_* data is replaced, not repeated
 
 
+def test_earlier_results_are_replaced_wherever_they_stand_in_an_info():
+    """An info whose first key is a jufo_ key (written by another tool, or edited) loses it too."""
+    raw = snapshot({"a": {"jufo_starttime": "old", **waiting(2, 10)}, "b": {**waiting(2, 10), "jufo_x": "old"}})
+    doc = lml.parse(raw)
+    lml.add_results(doc, {"a": [("jufo_starttime", "new")], "b": []})
+    out = lml.serialize(doc)
+    assert b'value="old"' not in out and out.count(b'key="jufo_starttime" value="new"') == 1
+    assert [o.data.get("jufo_starttime") for o in doc.objects if o.id == "a"] == ["new"]
+
+
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.xml")))
 def test_output_valid_against_official_schema(jufo, official, sample):
     raw = (SAMPLES / sample).read_bytes()
