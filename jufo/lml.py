@@ -278,6 +278,7 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
                     if (data.get("key") or "").startswith(RESULT_PREFIX):
                         _remove_keeping_layout(info, data)
     information = None
+    targets: list[tuple[etree._Element, list[tuple[str, str]]]] = []
     for oid, pairs in results.items():
         if oid in by_id:
             by_id[oid].data.update(pairs)
@@ -291,7 +292,8 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
             doc.infos[oid] = [info]
         else:
             info = info_list[-1]
-        _append_data(info, pairs)
+        targets.append((info, pairs))
+    _append_data(targets)
 
 
 def _sibling_tag(parent: etree._Element, local: str) -> str:
@@ -322,28 +324,77 @@ def _information_element(root: etree._Element) -> etree._Element:
     return information
 
 
-def _append_data(info: etree._Element, pairs: list[tuple[str, str]]) -> None:
-    """``data`` elements for ``pairs`` after the info's last one, indented like its siblings
-    (one scan of the info's children for all pairs: O(children + pairs))."""
-    datas = list(info.iterchildren("{*}data"))
-    if not datas:
-        tag = _sibling_tag(info, "data")
-        for key, value in pairs:
-            info.append(etree.Element(tag, key=key, value=value))
-        return
-    last, tag = datas[-1], datas[0].tag
-    between = datas[-2].tail if len(datas) > 1 else info.text  # the indentation of a data line
-    end = last.tail
-    at_end = last.getnext() is None  # the usual case: append (faster than addnext)
-    for key, value in pairs:
-        last.tail = between
-        if at_end:
-            el = etree.SubElement(info, tag, key=key, value=value)
+def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]]) -> None:
+    """For each ``(info, pairs)``, ``data`` elements after the info's last one, tagged and
+    indented like their siblings. All are parsed from one text and moved into place: libxml2
+    builds them 2.5× faster than one ``SubElement`` call per pair (KTH, 105,000 pairs:
+    0.65 → 0.25 s).  O(children + pairs) per info."""
+    prefixes: dict[str, str] = {}  # namespace URI -> prefix in the text (moving re-declares as needed)
+    escaped = _attr_all([text for _, pairs in targets for pair in pairs for text in pair])
+    at = 0
+    parts, places = [], []
+    for info, pairs in targets:
+        last, tag, between, end = _data_layout(info)
+        namespace, _, local = tag[1:].rpartition("}") if tag[0] == "{" else ("", "", tag)
+        name = f"{prefixes.setdefault(namespace, f'ns{len(prefixes)}')}:{local}" if namespace else local
+        gap = _text(between)
+        texts, at = escaped[at:at + 2 * len(pairs)], at + 2 * len(pairs)
+        parts.append("<i>" + gap.join([f'<{name} key="{k}" value="{v}"/>' for k, v in zip(texts[::2], texts[1::2])])
+                     + _text(end) + "</i>")
+        places.append((info, last, between))
+    declarations = "".join(f' xmlns:{p}="{_attr(uri)}"' for uri, p in prefixes.items())
+    fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", _parser())
+    for (info, last, between), made in zip(places, fragment):
+        if last is None or last.getnext() is None:  # the usual case: append (faster than addnext)
+            if last is not None:
+                last.tail = between
+            info.extend(made)  # each element moves with its tail (the indentation)
         else:
-            el = etree.Element(tag, key=key, value=value)
-            last.addnext(el)
-        el.tail = end
-        last = el
+            last.tail = between
+            for el in reversed(made):
+                last.addnext(el)
+
+
+def _data_layout(info: etree._Element) -> tuple[etree._Element | None, str, str | None, str | None]:
+    """``(last data, tag of the first data, tail of the one before the last (or the info's
+    text), tail of the last)`` of an info, or ``(None, tag for one, None, None)`` if it has no
+    data.  An info holding only data (LLview's layout) is read by position, without a search
+    for data children: three elements, not all (0.19 → 0.1 s for KTH's 28,000 infos)."""
+    if len(info) > 1:
+        first, last = info[0], info[-1]
+        previous = last.getprevious()
+        if _local(first) == _local(previous) == _local(last) == "data":
+            return last, first.tag, previous.tail, last.tail
+    newest = info.iterchildren("{*}data", reversed=True)
+    last = next(newest, None)
+    if last is None:
+        return None, _sibling_tag(info, "data"), None, None
+    previous = next(newest, None)
+    between = info.text if previous is None else previous.tail  # the indentation of a data line
+    return last, next(info.iterchildren("{*}data")).tag, between, last.tail
+
+
+def _attr_all(texts: list[str]) -> list[str]:
+    """``_attr`` of each of ``texts``, in one pass of C string functions over them all (they
+    are joined on NUL, which no XML text holds).
+
+    >>> _attr_all(['a<b', '', 'x\\ty'])
+    ['a&lt;b', '', 'x&#9;y']
+    """
+    joined = "\0".join(texts)
+    for char, reference in _REFERENCES:
+        if char in joined:
+            joined = joined.replace(char, reference)
+    out = joined.split("\0") if texts else []
+    return out if len(out) == len(texts) else [_attr(text) for text in texts]  # (a NUL after all)
+
+
+def _text(text: str | None) -> str:
+    """``text`` escaped for character data (``None``: no text); a CR as a reference, which the
+    parser would otherwise turn into a line feed."""
+    if not text:
+        return ""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
 
 
 def _remove_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
@@ -395,7 +446,9 @@ def build(objects: list[tuple[str, str, dict[str, str]]], namespace: str | None 
     return "\n".join(lines).encode()
 
 
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\t": "&#9;"})
+_REFERENCES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("\n", "&#10;"), ("\t", "&#9;"),
+               ("\r", "&#13;"))  # "&" first: the others add one
+_ESCAPES = str.maketrans(dict(_REFERENCES))
 
 
 def _attr(text: str) -> str:
@@ -404,4 +457,4 @@ def _attr(text: str) -> str:
     >>> _attr('a<b & "c"')
     'a&lt;b &amp; &quot;c&quot;'
     """
-    return text.translate(_ESCAPES) if any(c in text for c in '&<>"\n\t') else text
+    return text.translate(_ESCAPES) if any(c in text for c in '&<>"\n\t\r') else text

@@ -131,3 +131,67 @@ def test_input_never_modified(jufo, tmp_path):
     assert (tmp_path / "in.xml").read_bytes() == raw
 
 
+
+
+def _append_one_by_one(info, pairs):
+    """The straightforward writer ``add_results`` must equal: one element per pair after the
+    info's last data, tagged like its first and indented like its last two."""
+    from lxml import etree
+
+    datas = list(info.iterchildren("{*}data"))
+    if not datas:
+        tag = lml._sibling_tag(info, "data")
+        for key, value in pairs:
+            info.append(etree.Element(tag, key=key, value=value))
+        return
+    last, tag = datas[-1], datas[0].tag
+    between = datas[-2].tail if len(datas) > 1 else info.text
+    end = last.tail
+    for key, value in pairs:
+        last.tail = between
+        el = etree.Element(tag, key=key, value=value)
+        last.addnext(el)
+        el.tail = end
+        last = el
+
+
+INFO_LAYOUTS = {
+    "llview": '<info oid="a" type="short">\n<data key="x" value="1"/>\n<data key="y" value="2"/>\n</info>',
+    "indented": '<info oid="a">\n    <data key="x" value="1"/>\n    <data key="y" value="2"/>\n  </info>',
+    "one data": '<info oid="a">\n  <data key="x" value="1"/>\n</info>',
+    "compact": '<info oid="a"><data key="x" value="1"/><data key="y" value="2"/></info>',
+    "empty": '<info oid="a"/>',
+    "only a comment": '<info oid="a">\n<!-- c -->\n</info>',
+    "comment after": '<info oid="a">\n<data key="x" value="1"/>\n<!-- c -->\n</info>',
+    "comment before": '<info oid="a"><!-- c --><data key="x" value="1"/> <data key="y" value="2"/>\n</info>',
+    "comment between": '<info oid="a"><data key="x" value="1"/><!-- c --><data key="y" value="2"/></info>',
+    "prefixed": '<info oid="a">\n<lml:data key="x" value="1"/>\n<lml:data key="y" value="2"/>\n</info>',
+    "odd tails": '<info oid="a">&#13;\n<data key="x" value="1"/>a &amp; b &lt;&#13;\n<data key="y" value="2"/>\n</info>',
+    "own namespace": '<info oid="a">\n<data xmlns="urn:x" key="x" value="1"/>\n<data xmlns="urn:x" key="y" value="2"/>\n</info>',
+    "other child last": '<info oid="a"><data key="x" value="1"/>\n<note/>\n</info>',
+}
+
+
+@pytest.mark.parametrize("layout", sorted(INFO_LAYOUTS))
+@pytest.mark.parametrize("default_namespace", [False, True])
+def test_results_are_written_as_one_element_per_pair_would_write_them(layout, default_namespace):
+    """``add_results`` builds all new data from one parsed text; whatever the info's layout and
+    whatever characters the values hold, the bytes equal those of the one-by-one writer."""
+    root = ('<lgui xmlns="http://eclipse.org/ptp/lml" xmlns:lml="http://eclipse.org/ptp/lml">' if default_namespace
+            else '<lml:lgui xmlns:lml="http://eclipse.org/ptp/lml">')
+    raw = (f'<?xml version="1.0" encoding="UTF-8"?>\n{root}\n<objects>\n<object id="a" type="job"/>\n'
+           f'<object id="b" type="job"/>\n</objects>\n<information>\n{INFO_LAYOUTS[layout]}\n'
+           f'<info oid="b">\n<data key="z" value="3"/>\n</info>\n</information>\n'
+           f'{"</lgui>" if default_namespace else "</lml:lgui>"}\n').encode()
+    pairs = {"a": [("jufo_starttime", "12:00"), ("jufo_reason", 'a<b & "c" > d\n\te\r f é ∞'), ("jufo_x", "")],
+             "b": [("jufo_y", "&amp;")]}
+    fast = lml.parse(raw)
+    lml.add_results(fast, pairs)
+    slow = lml.parse(raw)
+    for oid, new in pairs.items():
+        _append_one_by_one(slow.infos[oid][-1], new)
+    out = lml.serialize(fast)
+    assert out == lml.serialize(slow)
+    again = lml.parse(out)
+    assert {o.id: {k: v for k, v in o.data.items() if k.startswith("jufo_")} for o in again.objects} == {
+        oid: dict(new) for oid, new in pairs.items()}
