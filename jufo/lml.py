@@ -343,7 +343,9 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]]) ->
                      + _text(end) + "</i>")
         places.append((info, last, between))
     declarations = "".join(f' xmlns:{p}="{_attr(uri)}"' for uri, p in prefixes.items())
-    fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", _parser())
+    # the text is jufo's own: no limit on its size (a nodelist of a million nodes passes 10 MB)
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
+    fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", parser)
     for (info, last, between), made in zip(places, fragment):
         if last is None or last.getnext() is None:  # the usual case: append (faster than addnext)
             if last is not None:

@@ -195,3 +195,14 @@ def test_results_are_written_as_one_element_per_pair_would_write_them(layout, de
     again = lml.parse(out)
     assert {o.id: {k: v for k, v in o.data.items() if k.startswith("jufo_")} for o in again.objects} == {
         oid: dict(new) for oid, new in pairs.items()}
+
+
+def test_a_result_value_beyond_libxml2s_default_limit_is_written():
+    """The new data are parsed from jufo's own text without libxml2's 10 MB limit on one
+    value: a nodelist of a job on a million nodes is longer than that."""
+    raw = snapshot({"a": waiting(2, 10)})
+    doc = lml.parse(raw)
+    value = "(n0000001,48)" * 1_000_000  # 13 MB
+    lml.add_results(doc, {"a": [("jufo_nodelist", value)]})
+    assert [o.data["jufo_nodelist"] for o in doc.objects if o.id == "a"] == [value]
+    assert f'key="jufo_nodelist" value="{value}"'.encode() in lml.serialize(doc)
