@@ -133,3 +133,28 @@ def test_free_at_from_checkpoints(seed, sharing):
                 want.update(alloc.resources, machine.shape)
         assert state._free_at(t) == want
     assert sharing or state.checkpoints[0], "no checkpoint was kept: the case tests nothing"
+
+
+def test_lowest_bits_agree_with_counting_bit_by_bit():
+    """``ranges.lowest`` searches a prefix from the lowest set bit by doubling and halving;
+    it must pick what walking the bits one by one picks, for sparse, dense, empty and
+    high-lying masks, machine-sized ones too, and for more bits than the mask holds."""
+    from jufo.ranges import lowest
+
+    def one_by_one(mask: int, k: int) -> int | None:
+        ones = [i for i, bit in enumerate(reversed(bin(mask)[2:])) if bit == "1"]  # positions, lowest first
+        if len(ones) < k:
+            return None
+        return 0 if k == 0 else mask & ((1 << (ones[k - 1] + 1)) - 1)  # the mask up to its k-th set bit
+
+    rng = random.Random(7)
+    cases = [(0, 0), (0, 1), (1, 1), (1, 2), ((1 << 64) - 1, 64), ((1 << 64) - 1, 65), (1 << 4000, 1)]
+    for _ in range(3000):
+        bits = rng.choice([1, 3, 8, 63, 64, 65, 200, 1000])
+        mask = rng.getrandbits(bits) if rng.random() < 0.7 else rng.getrandbits(8) << rng.randint(0, 300)
+        cases.append((mask, rng.randint(0, bits + 2)))
+    big = sum(1 << n for n in rng.sample(range(160_000), 48_000))
+    cases += [(big, k) for k in (1, 17, 4096, 48_000, 48_001)]
+    cases += [(((1 << 160_000) - 1) >> 144_000 << 144_000, k) for k in (1, 16_000, 16_001)]
+    for mask, k in cases:
+        assert lowest(mask, k) == one_by_one(mask, k), (hex(mask)[:40], k)
