@@ -7,6 +7,7 @@ Exit status: 0 done; 2 bad input or usage (one message naming object, key and va
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import stat
@@ -27,6 +28,10 @@ EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TIMEOUT = 124  # as coreutils' timeout
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as the shell reports a job killed by it
+# The cyclic collector runs after a million new container objects, not 700: a command builds
+# millions that live to its end and makes few cycles, and each full collection walks them all.
+# The 160,000-node predict 22.2 -> 20.7 s, KTH replays 2-5 % faster; peak memory unchanged.
+GC_THRESHOLDS = (1_000_000, 100, 100)
 
 
 def _fail(message: str, code: int) -> None:
@@ -49,6 +54,8 @@ def guarded(command):
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        thresholds = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
         try:
             return command(*args, **kwargs)
         except InputError as err:
@@ -72,6 +79,8 @@ def guarded(command):
             if os.environ.get("JUFO_DEBUG"):
                 raise
             _fail(f"internal error: {type(err).__name__}: {err} (set JUFO_DEBUG=1 for a traceback)", EXIT_INTERNAL)
+        finally:
+            gc.set_threshold(*thresholds)
 
     return wrapper
 

@@ -122,3 +122,28 @@ def test_validate_lists_every_problem(jufo):
     fixed = raw.replace(b'value="four"', b'value="4"').replace(b'value="Fastest"', b'value="FCFS"')
     out2 = jufo(fixed.replace(b'value="-1"', b'value="1"'), command="validate").stdout
     assert "job b: ExceedsSystem: asks 9 cores per node, the largest node has 4" in out2
+
+
+def test_a_command_collects_cycles_rarely_and_restores_the_collector_after(monkeypatch, tmp_path):
+    """Commands raise the cyclic collector's thresholds (they build millions of long-lived
+    objects and few cycles) and give a caller in the same process its own back, also on error."""
+    import gc
+
+    from jufo import cli, lml
+
+    seen = []
+    read_all = lml.read_all
+
+    def spying(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return read_all(*args, **kwargs)
+
+    monkeypatch.setattr(lml, "read_all", spying)
+    before = gc.get_threshold()
+    from click.testing import CliRunner
+
+    sample = SAMPLES / "thesis-listing-7.2.xml"
+    ok = CliRunner().invoke(cli.main, ["predict", str(sample), "-o", str(tmp_path / "out.xml"), "-q"])
+    bad = CliRunner().invoke(cli.main, ["predict", str(tmp_path / "missing.xml"), "-o", str(tmp_path / "o.xml")])
+    assert (ok.exit_code, bad.exit_code) == (0, 2)
+    assert seen == [cli.GC_THRESHOLDS] * 2 and gc.get_threshold() == before != cli.GC_THRESHOLDS
