@@ -78,7 +78,7 @@ def parse(raw: bytes, source: str = "input") -> Document:
     try:
         tree = etree.ElementTree(etree.fromstring(raw, _parser()))
     except etree.XMLSyntaxError as err:
-        if err.code == 2 or any(e.type_name == "ERR_NO_MEMORY" for e in err.error_log):
+        if _out_of_memory(err):
             raise MemoryError(f"parsing {source}") from None  # libxml2 ran out: not the input's fault
         raise InputError(source, None, None, f"not well-formed XML: {err}") from None
     dtd = tree.docinfo.internalDTD
@@ -125,6 +125,11 @@ def parse(raw: bytes, source: str = "input") -> Document:
         return Document(tree, objects, infos, None, None, unknown)
     start, end = _root_span(raw)
     return Document(tree, objects, infos, raw[:start], raw[end:], unknown)
+
+
+def _out_of_memory(err: etree.XMLSyntaxError) -> bool:
+    """Did libxml2 fail for want of memory (it says so as a syntax error)?"""
+    return err.code == 2 or any(e.type_name == "ERR_NO_MEMORY" for e in err.error_log)
 
 
 def _root_span(raw: bytes) -> tuple[int, int]:
@@ -345,7 +350,12 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]]) ->
     declarations = "".join(f' xmlns:{p}="{_attr(uri)}"' for uri, p in prefixes.items())
     # the text is jufo's own: no limit on its size (a nodelist of a million nodes passes 10 MB)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
-    fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", parser)
+    try:
+        fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", parser)
+    except etree.XMLSyntaxError as err:
+        if _out_of_memory(err):
+            raise MemoryError("adding the results") from None
+        raise
     for (info, last, between), made in zip(places, fragment):
         if last is None or last.getnext() is None:  # the usual case: append (faster than addnext)
             if last is not None:

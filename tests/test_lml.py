@@ -206,3 +206,18 @@ def test_a_result_value_beyond_libxml2s_default_limit_is_written():
     lml.add_results(doc, {"a": [("jufo_nodelist", value)]})
     assert [o.data["jufo_nodelist"] for o in doc.objects if o.id == "a"] == [value]
     assert f'key="jufo_nodelist" value="{value}"'.encode() in lml.serialize(doc)
+
+
+def test_libxml2_out_of_memory_while_adding_results_is_a_memory_error(monkeypatch):
+    """libxml2 reports running out of memory as a syntax error (code 2); parsing the new
+    data's text passes that on as MemoryError, which the command reports in one line."""
+    from lxml import etree
+
+    doc = lml.parse(snapshot({"a": waiting(2, 10)}))
+
+    def starved(*args, **kwargs):
+        raise etree.XMLSyntaxError("unknown error", 2, 0, 0)
+
+    monkeypatch.setattr(lml.etree, "fromstring", starved)
+    with pytest.raises(MemoryError):
+        lml.add_results(doc, {"a": [("jufo_starttime", "12:00")]})
