@@ -76,9 +76,12 @@ class Machine:
         self.has_classes = any(n.classes is not None for n in nodes)
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
+        limits: dict[int, tuple | None] = {id(None): None}  # sorted limits per classes dict (nodes share them)
         for node in nodes:
-            signature = (node.ncores, node.usable, node.gpus, node.memory,
-                         tuple(sorted(node.classes.items())) if node.classes is not None else None)
+            key = id(node.classes)
+            if key not in limits:
+                limits[key] = tuple(sorted(node.classes.items()))
+            signature = (node.ncores, node.usable, node.gpus, node.memory, limits[key])
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
@@ -148,6 +151,7 @@ def _mask_of_indices(indices: list[int]) -> int:
 def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
     """Build the machine from ``node`` objects in document order; bad values are fatal."""
     nodes: list[Node] = []
+    parsed: dict[str, dict[str, int]] = {}  # classes per text: nodes alike share one (read-only) dict
     for obj in objects:
         raw = obj.data.get("ncores")
         try:
@@ -161,10 +165,13 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
         classes = None
         key = "avail_classes" if "avail_classes" in obj.data else "classes" if obj.data.get("classes") else None
         if key is not None:
-            try:
-                classes = parse_classes(obj.data[key])
-            except ValueError as err:
-                report.error(obj.label, key, obj.data[key], str(err))
+            text = obj.data[key]
+            classes = parsed.get(text)
+            if classes is None:
+                try:
+                    classes = parsed[text] = parse_classes(text)
+                except ValueError as err:
+                    report.error(obj.label, key, text, str(err))
         state = obj.data.get("state", "").strip()
         usable = state.lower() not in UNUSABLE_STATES
         gpus = 0
