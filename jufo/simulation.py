@@ -20,7 +20,7 @@ from .job import Job
 from .reservation import Reservation
 from .dependency import END, START
 from .sorter import JobSorter, WaitingQueue, Walk
-from .state import ANY_SHAPE, Allocation, Failures, SystemState
+from .state import Allocation, Failures, SystemState
 from .timeline import Kind, Timeline
 from .windows import WEEK, StartRule
 
@@ -313,9 +313,8 @@ class Simulation(ABC):
             failed.add(shape, size, job.wall)  # start rules are monotone in the request
             return None
         resources = self.state_for(job).is_insertable(job)
-        if resources is None:  # too large for any shape, or for this one
-            failed.add(ANY_SHAPE if not self.state_of and size > self.state.room(job.wall) else shape,
-                       size, job.wall)
+        if resources is None:
+            failed.add(shape, size, job.wall)
         return resources
 
     def start_job(self, job: Job, now: int, resources: Any, backfilled: bool,

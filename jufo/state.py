@@ -62,29 +62,19 @@ class Failures:
     Within a pass the free resources only shrink, and a job needing at least as many nodes
     (or cores) for at least as long, with the same per-node request and queue (and owner,
     where a queue limits jobs per user), fits nowhere the failed one did not. Kept per
-    request shape as a Pareto frontier of (size, wall) pairs. A request larger than what is
-    free for its wall at all (``SystemState.room``) says that of every shape: those are kept
-    in one more frontier that covers any shape.
+    request shape as a Pareto frontier of (size, wall) pairs.
 
     >>> f = Failures()
     >>> f.add(("q", 8), 4, 100)
     >>> f.covers(("q", 8), 4, 100), f.covers(("q", 8), 5, 200), f.covers(("q", 8), 3, 100)
     (True, True, False)
-    >>> f.add(ANY_SHAPE, 6, 50)
-    >>> f.covers(("r", 1), 6, 50), f.covers(("r", 1), 5, 50), f.covers(("q", 8), 6, 10)
-    (True, False, False)
     """
 
     def __init__(self) -> None:
         self._frontier: dict[tuple, list[tuple[int, int]]] = {}
-        self._anywhere: list[tuple[int, int]] = []  # the frontier of ANY_SHAPE
 
     def covers(self, shape: tuple, size: int, wall: int) -> bool:
-        """Did a request of this shape, or one too large for any, no larger and no longer,
-        fail?  O(frontiers)."""
-        for s, w in self._anywhere:
-            if s <= size and w <= wall:
-                return True
+        """Did a request of this shape, no larger and no longer, fail?  O(frontier)."""
         for s, w in self._frontier.get(shape, ()):
             if s <= size and w <= wall:
                 return True
@@ -95,11 +85,6 @@ class Failures:
         kept = [(s, w) for s, w in self._frontier.get(shape, ()) if not (size <= s and wall <= w)]
         kept.append((size, wall))
         self._frontier[shape] = kept
-        if shape is ANY_SHAPE:
-            self._anywhere = kept
-
-
-ANY_SHAPE = ("any shape",)  # Failures: a request too large for what is free at all
 
 
 class Reach:
@@ -200,12 +185,6 @@ class SystemState(ABC):
     @abstractmethod
     def size_bound(self) -> int:
         """The largest ``size`` that could fit in what is free now."""
-
-    def room(self, wall: int) -> int:
-        """The largest ``size`` a job of any shape could have and start now for ``wall``
-        seconds (a bound: its shape may ask for more).  Here what is free now, which costs
-        nothing to read (counting cores, a failure is almost always this one shape's)."""
-        return self.size_bound()
 
     @abstractmethod
     def request_cores(self, job: Job) -> int:
@@ -578,11 +557,6 @@ class NodeState(SystemState):
         if nodes < job.nodes:  # (the usual no: too few nodes with a free core at all)
             return None
         return self._choose(job, now, end, window)
-
-    def room(self, wall: int) -> int:
-        """Nodes with a free core throughout the next ``wall`` seconds.  O(1) once the window
-        is known (it is, after ``is_insertable`` for that wall)."""
-        return self._window(self.now + wall)[1]
 
     def _window(self, end: int) -> tuple[NodeCores, int]:
         """What is free throughout ``[now, end)`` and its node count, cached per prefix of

@@ -381,33 +381,3 @@ def test_greedy_fills_the_hole_best(tmp_path):
         got[order] = {o.id for o in lml.read(str(out)).of_type("job") if o.data.get("jufo_starttime") == T0}
     assert got == {"priority": {"a"}, "greedy": {"b", "c"}}
 
-
-def test_a_request_too_large_for_what_is_free_at_all_is_not_tried_again_in_any_shape(monkeypatch):
-    """A job that fails because too few nodes have a free core at all (``room``) tells the
-    pass that no larger and no longer request fits, whatever its queue or cores per node: the
-    next such job is passed over without a search; smaller ones are still tried."""
-    from conftest import running
-    from jufo.state import NodeState
-
-    asked = []
-    search = NodeState.is_insertable
-
-    def counting(self, job):
-        if self.now == 0:
-            asked.append(job.id)
-        return search(self, job)
-
-    monkeypatch.setattr(NodeState, "is_insertable", counting)
-    # two of four nodes free until 1000, when the top dog holds all four (EASY): a job
-    # running past 1000 finds no node at all
-    jobs = {"r": running(4, 1000, wall=2000, nodes=2),
-            "top": waiting(4, 500, "01/10/12-10:00:01", nodes=4),
-            "a": waiting(4, 2000, "01/10/12-10:00:02", nodes=1),
-            "b": waiting(2, 3000, "01/10/12-10:00:03", nodes=1, queue="other"),
-            "c": waiting(1, 50, "01/10/12-10:00:04", nodes=1, queue="other")}
-    raw = snapshot(jobs, nodes={f"n{i}": 4 for i in range(1, 5)}, scheduler={"system_state": "NodeState"})
-    snap, config = prepare(lml.parse(raw), Report(quiet=True), None)
-    forecast = simulate(snap, config, Report(quiet=True))
-    assert asked == ["top", "a", "c"]  # b (another queue, other cores per node, longer) is covered by a
-    starts = {job.id: job.start for job in forecast.jobs if not job.running}
-    assert starts == {"top": 1000, "a": 1500, "b": 1500, "c": 0}
