@@ -66,10 +66,11 @@ def _inside(root: etree._Element, outer: str, inner: str) -> list[etree._Element
     return [el for container in root if _local(container) == outer for el in container if _local(el) == inner]
 
 
-def _parser() -> etree.XMLParser:
-    # No DTD loading, no network, no entity expansion; huge_tree off keeps libxml2's limits.
+def _parser(huge_tree: bool = False) -> etree.XMLParser:
+    """No DTD loading, no network, no entity expansion; ``huge_tree`` off keeps libxml2's
+    limits (lifted only for jufo's own text, see ``_append_data``)."""
     return etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False, huge_tree=False
+        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False, huge_tree=huge_tree
     )
 
 
@@ -349,9 +350,8 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]]) ->
         places.append((info, last, between))
     declarations = "".join(f' xmlns:{p}="{_attr(uri)}"' for uri, p in prefixes.items())
     # the text is jufo's own: no limit on its size (a nodelist of a million nodes passes 10 MB)
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
     try:
-        fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", parser)
+        fragment = etree.fromstring(f"<x{declarations}>{''.join(parts)}</x>", _parser(huge_tree=True))
     except etree.XMLSyntaxError as err:
         if _out_of_memory(err):
             raise MemoryError("adding the results") from None

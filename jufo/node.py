@@ -76,11 +76,11 @@ class Machine:
         self.has_classes = any(n.classes is not None for n in nodes)
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
-        limits: dict[int, tuple | None] = {id(None): None}  # sorted limits per classes dict (nodes share them)
+        limits: dict[int, tuple | None] = {}  # sorted limits per classes dict (nodes share them)
         for node in nodes:
             key = id(node.classes)
             if key not in limits:
-                limits[key] = tuple(sorted(node.classes.items()))
+                limits[key] = None if node.classes is None else tuple(sorted(node.classes.items()))
             signature = (node.ncores, node.usable, node.gpus, node.memory, limits[key])
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]

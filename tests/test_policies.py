@@ -380,4 +380,3 @@ def test_greedy_fills_the_hole_best(tmp_path):
         assert CliRunner().invoke(main, ["predict", str(src), "-o", str(out)]).exit_code == 0
         got[order] = {o.id for o in lml.read(str(out)).of_type("job") if o.data.get("jufo_starttime") == T0}
     assert got == {"priority": {"a"}, "greedy": {"b", "c"}}
-
