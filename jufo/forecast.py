@@ -19,7 +19,7 @@ from .job import Job, JobReader
 from .lml import Document
 from .node import Machine, read_nodes, parse_nodelist
 from .queue import Queue, read_queues
-from .ranges import NodeCores, format_nested, lowest
+from .ranges import NodeCores, format_nested, format_whole_nodes, lowest, ranges_of
 from .reservation import Reservation, cores_only, read_reservations
 from .behaviour import Behaviour
 from .simulation import Simulation
@@ -304,6 +304,11 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
 def resource_pairs(resources: Any, machine: Machine) -> list[tuple[str, str]]:
     """``jufo_nodelist`` and ``jufo_ranges`` for node sets, ``jufo_resources`` for counts."""
     if isinstance(resources, NodeCores):
+        if not resources.part and machine.uniform_cores is not None:  # whole nodes: by runs of nodes
+            labels = machine.labels
+            runs = ranges_of(resources.full)
+            return [("jufo_nodelist", "".join(["".join(labels[lo:hi + 1]) for lo, hi in runs])),
+                    ("jufo_ranges", format_whole_nodes(runs, machine.uniform_cores))]
         pairs = resources.pairs(machine.shape)
         names = "".join(f"({machine.nodes[n].name},{mask.bit_count()})" for n, mask in pairs)
         return [("jufo_nodelist", names), ("jufo_ranges", format_nested(pairs))]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 from .errors import Report
 from .lml import LmlObject
-from .ranges import full_mask
+from .ranges import format_ranges, full_mask
 from .values import MAX_CORES_PER_NODE, MAX_COUNT, MAX_MEMORY_MB, MAX_NODES, whole
 
 _CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)|\[\s*([^:\[\]\s]+)\s*:\s*(\d+)\s*\]")
@@ -74,6 +74,9 @@ class Machine:
         for node in nodes:
             self.by_name.setdefault(node.name, node)
         self.has_classes = any(n.classes is not None for n in nodes)
+        sizes = {n.ncores for n in nodes}
+        # the core ranges of every node when all have as many cores (jufo_ranges per run of nodes)
+        self.uniform_cores = format_ranges([(0, sizes.pop() - 1)]) if len(sizes) == 1 and 0 not in sizes else None
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
         limits: dict[int, tuple | None] = {}  # sorted limits per classes dict (nodes share them)
@@ -97,6 +100,12 @@ class Machine:
             members[names[key]].append(node.index)
         self.has_switches = any(n.switch is not None for n in nodes)
         self.switch_masks = [_mask_of_indices(m) for m in members] if self.has_switches else []
+
+    @cached_property
+    def labels(self) -> list[str]:
+        """``(name,cores)`` of each node as ``jufo_nodelist`` lists a whole node (made when
+        results are written, once).  O(nodes)."""
+        return [f"({node.name},{node.ncores})" for node in self.nodes]
 
     def _eligible(self, queue: str, cores: int, gpus: int = 0, memory: int = 0) -> int:
         """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs, ``memory``

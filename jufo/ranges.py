@@ -207,6 +207,19 @@ def format_nested(node_masks: Iterable[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+def format_whole_nodes(runs: list[Range], cores: str) -> str:
+    """``format_nested`` of whole nodes, given as the runs of consecutive nodes (``ranges_of``
+    their mask), when every node has the core ranges ``cores``: a group per run, not a step
+    per node.  O(runs).
+
+    >>> format_whole_nodes(ranges_of(0b1011), "1-4") == format_nested([(0, 15), (1, 15), (3, 15)])
+    True
+    >>> format_whole_nodes([(0, 1), (3, 3)], "1-4")
+    '(1-2(1-4))(4(1-4))'
+    """
+    return "".join([f"({format_ranges((run,))}({cores}))" for run in runs])
+
+
 def _group(lo: int, hi: int, mask: int) -> str:
     return f"({format_ranges([(lo, hi)])}({format_ranges(ranges_of(mask))}))"
 

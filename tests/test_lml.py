@@ -172,17 +172,32 @@ INFO_LAYOUTS = {
 }
 
 
-@pytest.mark.parametrize("layout", sorted(INFO_LAYOUTS))
-@pytest.mark.parametrize("default_namespace", [False, True])
-def test_results_are_written_as_one_element_per_pair_would_write_them(layout, default_namespace):
-    """``add_results`` builds all new data from one parsed text; whatever the info's layout and
-    whatever characters the values hold, the bytes equal those of the one-by-one writer."""
+DOCUMENTS = {  # how the file around the infos may make splicing the text in impossible
+    "utf-8": ("UTF-8", ""),
+    "latin-1": ("ISO-8859-1", ""),  # not spliced: written by libxml2, '∞' as a reference
+    "doctype": ("UTF-8", "<!DOCTYPE lgui>\n"),
+    "holds the mark": ("UTF-8", "<!-- \ue0000\ue001 \ue000 -->\n"),  # not spliced: the mark is not unique
+}
+
+
+def _document(layout: str, default_namespace: bool, document: str) -> bytes:
+    encoding, prolog = DOCUMENTS[document]
     root = ('<lgui xmlns="http://eclipse.org/ptp/lml" xmlns:lml="http://eclipse.org/ptp/lml">' if default_namespace
             else '<lml:lgui xmlns:lml="http://eclipse.org/ptp/lml">')
-    raw = (f'<?xml version="1.0" encoding="UTF-8"?>\n{root}\n<objects>\n<object id="a" type="job"/>\n'
-           f'<object id="b" type="job"/>\n</objects>\n<information>\n{INFO_LAYOUTS[layout]}\n'
-           f'<info oid="b">\n<data key="z" value="3"/>\n</info>\n</information>\n'
-           f'{"</lgui>" if default_namespace else "</lml:lgui>"}\n').encode()
+    return (f'<?xml version="1.0" encoding="{encoding}"?>\n{prolog}{root}\n<objects>\n<object id="a" type="job"/>\n'
+            f'<object id="b" type="job"/>\n</objects>\n<information>\n{INFO_LAYOUTS[layout]}\n'
+            f'<info oid="b">\n<data key="z" value="3"/>\n</info>\n</information>\n'
+            f'{"</lgui>" if default_namespace else "</lml:lgui>"}\n').encode(encoding)
+
+
+@pytest.mark.parametrize("document", sorted(DOCUMENTS))
+@pytest.mark.parametrize("layout", sorted(INFO_LAYOUTS))
+@pytest.mark.parametrize("default_namespace", [False, True])
+def test_results_are_written_as_one_element_per_pair_would_write_them(layout, default_namespace, document):
+    """``add_results`` splices the new data's text into the bytes, or builds the elements from
+    one parsed text; whatever the info's layout, the document around it and whatever
+    characters the values hold, the bytes equal those of the one-by-one writer."""
+    raw = _document(layout, default_namespace, document)
     pairs = {"a": [("jufo_starttime", "12:00"), ("jufo_reason", 'a<b & "c" > d\n\te\r f é ∞'), ("jufo_x", "")],
              "b": [("jufo_y", "&amp;")]}
     fast = lml.parse(raw)
@@ -192,9 +207,29 @@ def test_results_are_written_as_one_element_per_pair_would_write_them(layout, de
         _append_one_by_one(slow.infos[oid][-1], new)
     out = lml.serialize(fast)
     assert out == lml.serialize(slow)
+    assert lml.serialize(fast) == out  # serializing leaves the document as it was
     again = lml.parse(out)
     assert {o.id: {k: v for k, v in o.data.items() if k.startswith("jufo_")} for o in again.objects} == {
         oid: dict(new) for oid, new in pairs.items()}
+
+
+def test_results_added_again_replace_those_not_yet_written():
+    doc = lml.parse(_document("llview", False, "utf-8"))
+    lml.add_results(doc, {"a": [("jufo_starttime", "old")], "b": [("jufo_y", "old")]})
+    lml.add_results(doc, {"a": [("jufo_starttime", "new")]})
+    out = lml.serialize(doc)
+    assert b'value="old"' not in out and out.count(b'key="jufo_starttime" value="new"') == 1
+
+
+def test_a_result_xml_cannot_hold_is_never_written():
+    """A value with a character XML forbids is not spliced into the bytes: libxml2 refuses it
+    (an internal error, as before), rather than jufo writing a file no reader can parse."""
+    from lxml import etree
+
+    doc = lml.parse(_document("llview", False, "utf-8"))
+    lml.add_results(doc, {"a": [("jufo_reason", "bell \x07")]})
+    with pytest.raises(etree.XMLSyntaxError):
+        lml.serialize(doc)
 
 
 def test_a_result_value_beyond_libxml2s_default_limit_is_written():
@@ -213,7 +248,7 @@ def test_libxml2_out_of_memory_while_adding_results_is_a_memory_error(monkeypatc
     data's text passes that on as MemoryError, which the command reports in one line."""
     from lxml import etree
 
-    doc = lml.parse(snapshot({"a": waiting(2, 10)}))
+    doc = lml.parse(_document("prefixed", False, "utf-8"))  # prefixed data are built as elements
 
     def starved(*args, **kwargs):
         raise etree.XMLSyntaxError("unknown error", 2, 0, 0)
