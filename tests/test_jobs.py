@@ -177,3 +177,24 @@ def test_advance_reservation_blocks_its_nodes(jufo):
 def test_zero_wall_job(jufo):
     run = jufo(snapshot({"z": waiting(4, 0), "a": waiting(4, 5, queued="01/10/12-11:10:00")}))
     assert run.start("z") == 0 and run.start("a") == 0
+
+
+def test_whole_nodes_are_written_as_node_by_node_would_write_them():
+    """On a machine of one node size, whole-node resources are written per run of nodes; the
+    text equals the general node-by-node writer's, on machines with and without one size."""
+    import random
+
+    from jufo.forecast import resource_pairs
+    from jufo.node import Machine, Node
+    from jufo.ranges import NodeCores, format_nested
+
+    rng = random.Random(7)
+    for sizes in ([4] * 70, [4] * 35 + [8] * 35, [1] * 70):
+        machine = Machine([Node(i, f"n{i:03d}", f"node{i}", cores, None) for i, cores in enumerate(sizes)])
+        assert (machine.uniform_cores is not None) == (len(set(sizes)) == 1)
+        for _ in range(200):
+            full = rng.getrandbits(70) & rng.getrandbits(70) if rng.random() < 0.8 else (1 << 70) - 1
+            pairs = NodeCores(full).pairs(machine.shape)
+            expected = [("jufo_nodelist", "".join(f"(node{n},{mask.bit_count()})" for n, mask in pairs)),
+                        ("jufo_ranges", format_nested(pairs))]
+            assert resource_pairs(NodeCores(full), machine) == expected
