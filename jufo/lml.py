@@ -347,6 +347,9 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]],
     faster than one ``SubElement`` call per pair."""
     prefixes: dict[str, str] = {}  # namespace URI -> prefix in the text (moving re-declares as needed)
     escaped = _attr_all([text for _, pairs in targets for pair in pairs for text in pair])
+    if splice:  # a character XML forbids is never spliced in: libxml2 refuses it below
+        values = "".join(escaped)  # (tab, LF and CR are references now: the rest prints)
+        splice = values.isprintable() or not _INVALID_XML.search(values)
     at = 0
     parts, places, pending = [], [], []
     for info, pairs in targets:
@@ -455,38 +458,36 @@ def serialize(doc: Document) -> bytes:
         for (_, _, last, _), tail in zip(doc.pending, tails):
             last.tail = tail
     spliced = _splice(raw, [text for _, _, _, text in doc.pending])
-    if spliced is None:  # the input holds the mark (or a text libxml2 would refuse): the slow way
+    if spliced is None:  # the input holds the mark: the slow way
         _materialize(doc)
         return _serialize_tree(doc)
     return spliced
 
 
 _MARK, _MARK_END = "\ue000", "\ue001"
+_MARKED = re.compile(b"\xee\x80\x80([0-9]+)\xee\x80\x81")  # a mark, UTF-8
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _splice(raw: bytes, texts: list[str]) -> bytes | None:
     """``raw`` with each mark ``i`` replaced by ``texts[i]``, or None unless every mark occurs
-    exactly once and no text holds a character XML forbids. O(len(raw) + len(texts)).
+    exactly once (the texts hold no NUL, see ``_append_data``). O(len(raw) + len(texts)).
 
     >>> _splice(b"<a>\\xee\\x80\\x801\\xee\\x80\\x81x\\xee\\x80\\x800\\xee\\x80\\x81</a>", ["<b/>", "<c/>"])
     b'<a><c/>x<b/></a>'
     """
-    if _INVALID_XML.search("".join(texts)):
+    parts = _MARKED.split(raw)  # text, number, text, ..., text
+    numbers = parts[1::2]
+    if len(numbers) != len(texts) or raw.count(_MARK.encode()) != len(texts):
         return None
-    parts = raw.split(_MARK.encode())
-    if len(parts) != len(texts) + 1:
-        return None
-    out = [parts[0]]
-    seen = bytearray(len(texts))
-    end = _MARK_END.encode()
-    for part in parts[1:]:
-        number, found, rest = part.partition(end)
-        if not found or not number.isdigit() or int(number) >= len(texts) or seen[int(number)]:
+    encoded = "\0".join(texts).encode().split(b"\0")  # (no text holds a NUL: XML forbids it)
+    if numbers != [str(i).encode() for i in range(len(texts))]:  # not in document order
+        order = [int(number) for number in numbers]
+        if sorted(order) != list(range(len(texts))):
             return None
-        seen[int(number)] = 1
-        out += (texts[int(number)].encode(), rest)
-    return b"".join(out)
+        encoded = [encoded[i] for i in order]
+    parts[1::2] = encoded
+    return b"".join(parts)
 
 
 def _materialize(doc: Document) -> None:

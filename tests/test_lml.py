@@ -227,8 +227,8 @@ def test_a_result_xml_cannot_hold_is_never_written():
     from lxml import etree
 
     doc = lml.parse(_document("llview", False, "utf-8"))
-    lml.add_results(doc, {"a": [("jufo_reason", "bell \x07")]})
     with pytest.raises(etree.XMLSyntaxError):
+        lml.add_results(doc, {"a": [("jufo_reason", "bell \x07")]})
         lml.serialize(doc)
 
 
