@@ -449,7 +449,11 @@ class Backfilling(Simulation):
             alloc = self.reserved.get(job)
             if alloc is not None:
                 if alloc.start <= now:
-                    self.recheck |= self.group(job) in refused
+                    # its start frees a slot: a job of its group refused one before it, looked
+                    # at or passed over, gets a look in the next pass, whatever that pass is
+                    group = self.group(job)
+                    self.recheck = self.recheck or group in refused or (
+                        isinstance(walk, Walk) and walk.passed_over(group, job.order_key))
                     self._start_reserved(job, alloc, now, self.passed_over(job, flag))
                     if isinstance(walk, Walk):
                         walk.reopen()  # a reservation slot is free again

@@ -431,6 +431,13 @@ class Walk:
         i = bisect_right(bucket, key, key=self.queue._key)
         return bucket[i] if i < len(bucket) else None
 
+    def passed_over(self, group: Any, key: tuple) -> bool:
+        """Is a job of ``group`` ahead of ``key`` in a class this walk has passed over (skipped,
+        or left out as larger than what is free)? It was refused a reservation as surely as a
+        job looked at and refused.  O(classes); asked only when a top dog starts."""
+        return any(cls[0] == group and cls not in self.live and bucket[0].order_key < key
+                   for cls, bucket in self.queue._classes.items())
+
     def reopen(self) -> None:
         """Bring back every class not in the walk, from the current position on.  O(classes)."""
         for cls in list(self.queue._classes):
