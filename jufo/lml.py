@@ -355,17 +355,15 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]],
     for info, pairs in targets:
         last, tag, between, end = _data_layout(info)
         texts, at = escaped[at:at + 2 * len(pairs)], at + 2 * len(pairs)
-        if splice and last is not None and tag[0] != "{":
-            gap = _text(between)
-            pending.append((info, pairs, last, "".join(
-                [f'{gap}<{tag} key="{k}" value="{v}"/>' for k, v in zip(texts[::2], texts[1::2])])))
-            continue
         namespace, _, local = tag[1:].rpartition("}") if tag[0] == "{" else ("", "", tag)
         name = f"{prefixes.setdefault(namespace, f'ns{len(prefixes)}')}:{local}" if namespace else local
         gap = _text(between)
-        parts.append("<i>" + gap.join([f'<{name} key="{k}" value="{v}"/>' for k, v in zip(texts[::2], texts[1::2])])
-                     + _text(end) + "</i>")
-        places.append((info, last, between))
+        elements = [f'<{name} key="{k}" value="{v}"/>' for k, v in zip(texts[::2], texts[1::2])]
+        if splice and last is not None and not namespace:
+            pending.append((info, pairs, last, "".join([gap + element for element in elements])))
+        else:
+            parts.append("<i>" + gap.join(elements) + _text(end) + "</i>")
+            places.append((info, last, between))
     if not parts:
         return pending
     declarations = "".join(f' xmlns:{p}="{_attr(uri)}"' for uri, p in prefixes.items())
@@ -441,7 +439,8 @@ def _remove_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
 
 def serialize(doc: Document) -> bytes:
     """The document as bytes: the original prolog and epilog verbatim around the root element,
-    serialized in the document's own encoding, with the pending results spliced in."""
+    serialized in the document's own encoding, with the pending results spliced in (or, where
+    they cannot be, first built into the tree)."""
     if not doc.pending:
         return _serialize_tree(doc)
     if (doc.tree.docinfo.encoding or "UTF-8").upper() not in ("UTF-8", "UTF8"):
