@@ -608,7 +608,8 @@ class Backfilling(Simulation):
         for job, moved in moves:
             reserved[job] = moved
             self._note_start(job, moved)
-            push(moved.start, wake, moved)
+            if moved.start > now:  # one that begins now is due in this very pass (``due``)
+                push(moved.start, wake, moved)
 
     def group(self, job: Job) -> str | None:
         return job.queue if self.policy.topdogs_per_queue else None

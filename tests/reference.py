@@ -2,9 +2,9 @@
 
 Same rules, none of the speed: resources are explicit ``(node, core)`` sets, every check
 scans every allocation at every instant it needs, every event time gets a full pass over
-the queue, and nothing is cached. Supports the default priority (queue date, then document
-order), node lists of the form ``(k)`` for running jobs, and whole-node reservations
-``(name,n)``, which is what the random snapshots of the tests use.
+the queue, and nothing is cached. Supports any static priority (the order jufo's sorter gives,
+else queue date, then document order), node lists of the form ``(k)`` for running jobs, and
+whole-node reservations ``(name,n)``, which is what the random snapshots of the tests use.
 
 Jobs with a real run time shorter than their wall end early; backfilling then compresses
 the plain way: each top dog in priority order drops its reservation, searches again from
@@ -18,6 +18,12 @@ from dataclasses import dataclass
 
 from jufo.job import Job
 from jufo.node import Machine
+
+
+def rank(job: Job) -> tuple:
+    """Priority order: the key jufo's sorter gave the job where it has one (any static
+    formula), else the default, queue date then document order."""
+    return job.order_key or (job.queued, job.index)
 
 
 @dataclass(eq=False)
@@ -225,7 +231,7 @@ class Reference:
     def compress(self, t: int, reserved: dict) -> None:
         """Jobs ended early: each top dog in priority order searches again without its own
         reservation and moves if that finds an earlier slot."""
-        for job in sorted(reserved, key=lambda j: (j.queued, j.index)):
+        for job in sorted(reserved, key=rank):
             alloc = reserved[job]
             if alloc.start <= t:
                 continue
@@ -277,7 +283,7 @@ class Reference:
                 a.end, a.real_end = t, None
             if early and self.algorithm == "Backfilling":
                 self.compress(t, reserved)
-            present = sorted((j for j in queue if j.queued <= t and j.id not in out), key=lambda j: (j.queued, j.index))
+            present = sorted((j for j in queue if j.queued <= t and j.id not in out), key=rank)
             before = len(out)
             self.pass_at(t, present, out, reserved)
             if real or len(out) > before:
