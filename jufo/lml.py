@@ -441,13 +441,19 @@ def serialize(doc: Document) -> bytes:
     """The document as bytes: the original prolog and epilog verbatim around the root element,
     serialized in the document's own encoding, with the pending results spliced in (or, where
     they cannot be, first built into the tree)."""
-    if not doc.pending:
-        return _serialize_tree(doc)
-    if (doc.tree.docinfo.encoding or "UTF-8").upper() not in ("UTF-8", "UTF8"):
-        _materialize(doc)  # the text is UTF-8: only there can it be spliced in as it is
-        return _serialize_tree(doc)
-    # each pending text's place is marked in the tail of the data it follows, by a number
-    # between two private-use characters; the tails are restored whatever happens
+    if doc.pending and (doc.tree.docinfo.encoding or "UTF-8").upper() in ("UTF-8", "UTF8"):
+        spliced = _serialize_spliced(doc)  # (the text is UTF-8: only there can it go in as it is)
+        if spliced is not None:
+            return spliced
+    if doc.pending:  # another encoding, or the input holds the mark: the slow way
+        _materialize(doc)
+    return _serialize_tree(doc)
+
+
+def _serialize_spliced(doc: Document) -> bytes | None:
+    """The document with the pending texts spliced in, or None if the marks are not unique.
+    Each text's place is marked in the tail of the data it follows, by a number between two
+    private-use characters; the tails are restored whatever happens."""
     tails = [last.tail for _, _, last, _ in doc.pending]
     try:
         for i, (_, _, last, _) in enumerate(doc.pending):
@@ -456,11 +462,7 @@ def serialize(doc: Document) -> bytes:
     finally:
         for (_, _, last, _), tail in zip(doc.pending, tails):
             last.tail = tail
-    spliced = _splice(raw, [text for _, _, _, text in doc.pending])
-    if spliced is None:  # the input holds the mark: the slow way
-        _materialize(doc)
-        return _serialize_tree(doc)
-    return spliced
+    return _splice(raw, [text for _, _, _, text in doc.pending])
 
 
 _MARK, _MARK_END = "\ue000", "\ue001"

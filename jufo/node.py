@@ -74,9 +74,6 @@ class Machine:
         for node in nodes:
             self.by_name.setdefault(node.name, node)
         self.has_classes = any(n.classes is not None for n in nodes)
-        sizes = {n.ncores for n in nodes}
-        # the core ranges of every node when all have as many cores (jufo_ranges per run of nodes)
-        self.uniform_cores = format_ranges([(0, sizes.pop() - 1)]) if len(sizes) == 1 and 0 not in sizes else None
         # nodes alike in cores and queue limits: a handful of groups even on huge machines
         groups: dict[tuple, list[int]] = {}
         limits: dict[int, tuple | None] = {}  # sorted limits per classes dict (nodes share them)
@@ -100,6 +97,13 @@ class Machine:
             members[names[key]].append(node.index)
         self.has_switches = any(n.switch is not None for n in nodes)
         self.switch_masks = [_mask_of_indices(m) for m in members] if self.has_switches else []
+
+    @cached_property
+    def uniform_cores(self) -> str | None:
+        """The core ranges of every node when all have as many cores (``jufo_ranges`` is then
+        written per run of nodes), else None; made when results are written.  O(nodes)."""
+        sizes = {node.ncores for node in self.nodes}
+        return format_ranges([(0, sizes.pop() - 1)]) if len(sizes) == 1 and 0 not in sizes else None
 
     @cached_property
     def labels(self) -> list[str]:
