@@ -13,7 +13,7 @@ from typing import Any
 
 from . import dependency, jobsets
 from .configuration import Configuration, check_keys
-from .dates import DEFAULT_FORMAT, format_date, parse_date
+from .dates import DEFAULT_FORMAT, date_writer, parse_date
 from .errors import InputError, Report
 from .job import Job, JobReader
 from .lml import Document
@@ -277,8 +277,10 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
     snap = forecast.snapshot
     machine = snap.machine
 
+    write = date_writer(snap.date_format)
+
     def when(seconds: int) -> str:
-        return format_date(snap.epoch + seconds, snap.date_format)
+        return write(snap.epoch + seconds)
 
     out: dict[str, list[tuple[str, str]]] = jobsets.aggregate(snap.jobs, when)
     for job in snap.jobs:

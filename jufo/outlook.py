@@ -19,7 +19,7 @@ from .accounting import JobRecord
 from .behaviour import Behaviour, learn_user_caps, learn_windows
 from .calibration import DEFAULT_COVERAGE, Calibration, Scored, bucket, bucket_label
 from .configuration import Configuration
-from .dates import format_date, parse_date
+from .dates import date_writer, format_date, parse_date
 from .errors import Report
 from .forecast import Forecast, Snapshot, resource_pairs, simulate
 from .history import History, Observation
@@ -120,8 +120,7 @@ def results(look: Outlook) -> dict[str, list[tuple[str, str]]]:
     snap = look.learned.snapshot
     machine = snap.machine
 
-    def when(epoch: int) -> str:
-        return format_date(epoch, snap.date_format)
+    when = date_writer(snap.date_format)
 
     walls = {job.id: job for job in look.wall.jobs}
     # array tasks: their simulated starts onto the array record (ranges are per task, not written)
