@@ -1,8 +1,10 @@
 """Read a raw LML document into objects with key/value data, and write results back into it.
 
-The document is kept as parsed (lxml tree): writing only adds ``data`` elements to job infos,
-so unknown object types, tables, comments, order and namespaces survive unchanged. Element
-names are matched by local name, which accepts the LML namespace, the old LLview one and none.
+The document is kept as parsed: writing only adds ``data`` elements to job infos, so unknown
+object types, tables, comments, order and namespaces survive unchanged. LLview's plain layout
+is read by the scanner (``lmlscan``) and the results spliced into its bytes; anything else, and
+every error, goes through an lxml tree. Element names are matched by local name, which accepts
+the LML namespace, the old LLview one and none.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from . import lmlscan
 from .errors import InputError
 from .values import MAX_INPUT_BYTES, read_limited
 
@@ -38,19 +41,57 @@ class LmlObject:
         return f"{self.type} {self.id}"
 
 
-@dataclass
 class Document:
-    """A parsed LML file: the lxml tree plus its objects in document order."""
+    """A parsed LML file: its objects in document order, and the lxml tree.
 
-    tree: etree._ElementTree
-    objects: list[LmlObject]
-    infos: dict[str, list[etree._Element]]  # info elements per object id, document order
-    prolog: bytes | None  # the original bytes before the root element, kept verbatim (None: a DOCTYPE)
-    epilog: bytes | None  # the original bytes after it
-    unknown_info_ids: list[str] = field(default_factory=list)
-    # results not yet in the tree: ``(info, pairs, last data, text after it)``, spliced into
-    # the bytes by ``serialize`` (see ``_append_data``)
-    pending: list[tuple[etree._Element, list[tuple[str, str]], etree._Element, str]] = field(default_factory=list)
+    A document the scanner read (``lmlscan``) keeps its bytes instead and builds the tree
+    only when something asks for it (``tree``, ``infos``): ``predict`` splices its results
+    into the bytes (``edits``) and never needs one."""
+
+    def __init__(self, tree: etree._ElementTree | None, objects: list[LmlObject],
+                 infos: dict[str, list[etree._Element]] | None, prolog: bytes | None, epilog: bytes | None,
+                 unknown_info_ids: list[str] | None = None, source: str = "input") -> None:
+        self._tree = tree
+        self.objects = objects
+        self._infos = infos  # info elements per object id, document order
+        self.prolog = prolog  # the original bytes before the root element, kept verbatim (None: a DOCTYPE)
+        self.epilog = epilog  # the original bytes after it
+        self.unknown_info_ids = unknown_info_ids if unknown_info_ids is not None else []
+        self.source = source
+        # results not yet in the tree: ``(info, pairs, last data, text after it)``, spliced into
+        # the serialized tree by ``serialize`` (see ``_append_data``)
+        self.pending: list[tuple[etree._Element, list[tuple[str, str]], etree._Element, str]] = []
+        # a scanned document: its bytes, its infos per object id, and the results spliced into
+        # them as ``(start, end, text)``: the bytes from start to end are replaced by the text
+        self.raw: bytes | None = None
+        self.places: dict[str, list[lmlscan.Info]] | None = None
+        self.edits: list[tuple[int, int, str]] | None = None
+        self.added: dict[str, list[tuple[str, str]]] | None = None  # the results the edits hold
+
+    @property
+    def tree(self) -> etree._ElementTree:
+        """The lxml tree (parsed now if the document was scanned)."""
+        if self._tree is None:
+            self._load()
+        assert self._tree is not None
+        return self._tree
+
+    @property
+    def infos(self) -> dict[str, list[etree._Element]]:
+        """The info elements per object id, document order (parsed now if the document was scanned)."""
+        if self._infos is None:
+            self._load()
+        assert self._infos is not None
+        return self._infos
+
+    def _load(self) -> None:
+        """Parse the scanned bytes into a tree, with the results spliced so far built into it."""
+        assert self.raw is not None
+        full = _parse_tree(self.raw, self.source)
+        self._tree, self._infos, self.prolog, self.epilog = full.tree, full.infos, full.prolog, full.epilog
+        added, self.places, self.edits, self.added = self.added, None, None, None
+        if added is not None:
+            _add_to_tree(self, added, list(self._infos))
 
     def of_type(self, kind: str) -> list[LmlObject]:
         """Objects of one type, document order."""
@@ -79,7 +120,32 @@ def _parser(huge_tree: bool = False) -> etree.XMLParser:
 
 
 def parse(raw: bytes, source: str = "input") -> Document:
-    """Parse LML bytes; InputError (exit 2) for anything that is not a raw LML document."""
+    """Parse LML bytes; InputError (exit 2) for anything that is not a raw LML document.
+    The scanner reads the common case (``lmlscan``); the rest, errors included, lxml."""
+    found = lmlscan.scan(raw, RESULT_PREFIX)
+    if found is None:
+        return _parse_tree(raw, source)
+    objects = [LmlObject(oid, kind, name, i) for i, (oid, kind, name) in enumerate(found.objects)]
+    by_id = {obj.id: obj for obj in objects}
+    places: dict[str, list[lmlscan.Info]] = {}
+    unknown: list[str] = []
+    for info in found.infos:
+        obj = by_id.get(info.oid)
+        if obj is None:
+            unknown.append(info.oid)
+            continue
+        places.setdefault(info.oid, []).append(info)
+        if obj.data:
+            obj.data.update(info.values)  # later info wins for a repeated key
+        else:
+            obj.data = info.values
+    doc = Document(None, objects, None, None, None, unknown, source)
+    doc.raw, doc.places = raw, places
+    return doc
+
+
+def _parse_tree(raw: bytes, source: str) -> Document:
+    """``parse`` by lxml: the reference, and what reports a bad document."""
     try:
         tree = etree.ElementTree(etree.fromstring(raw, _parser()))
     except etree.XMLSyntaxError as err:
@@ -127,9 +193,9 @@ def parse(raw: bytes, source: str = "input") -> Document:
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         # a DOCTYPE may hide '>', '[' and comments in quotes and its internal subset: let the
         # parser, which knows where it ends, write the prolog (see ``serialize``)
-        return Document(tree, objects, infos, None, None, unknown)
+        return Document(tree, objects, infos, None, None, unknown, source)
     start, end = _root_span(raw)
-    return Document(tree, objects, infos, raw[:start], raw[end:], unknown)
+    return Document(tree, objects, infos, raw[:start], raw[end:], unknown, source)
 
 
 def _out_of_memory(err: etree.XMLSyntaxError) -> bool:
@@ -272,27 +338,41 @@ def _append_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
 
 def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> None:
     """Replace every object's earlier ``jufo_*`` data with ``results[oid]`` (keys in given order),
-    in the tree and in the objects' data.
+    in the document and in the objects' data.
 
     Earlier results are dropped for every job, so predicting an output file again gives the
-    same file. New data elements copy the tag and indentation of their siblings.
+    same file. New data elements copy the tag and indentation of their siblings. A scanned
+    document gets them as text spliced into its bytes where its layout allows (``_edits``).
     """
-    root = doc.tree.getroot()
-    doc.pending = []  # earlier results not yet written: jufo_ data too, so replaced
-    by_id = {obj.id: obj for obj in doc.objects}  # the objects' data mirror the tree
     marked = "\0" + RESULT_PREFIX  # (keys hold no NUL: XML cannot)
-    for obj in doc.objects:  # only an object whose data has jufo_ keys has such elements
-        if marked in "\0" + "\0".join(obj.data):  # one search in C, not a call per key
-            obj.data = {k: v for k, v in obj.data.items() if not k.startswith(RESULT_PREFIX)}
-            for info in doc.infos.get(obj.id, ()):
-                for data in list(info.iterchildren("{*}data")):
-                    if (data.get("key") or "").startswith(RESULT_PREFIX):
-                        _remove_keeping_layout(info, data)
-    information = None
-    targets: list[tuple[etree._Element, list[tuple[str, str]]]] = []
+    stale = [obj.id for obj in doc.objects if marked in "\0" + "\0".join(obj.data)]  # one search in C per object
+    edits = _edits(doc, results) if doc.places is not None else None
+    if edits is not None:
+        doc.edits, doc.added = edits, results
+    else:
+        _add_to_tree(doc, results, stale)
+    by_id = {obj.id: obj for obj in doc.objects}
+    for oid in stale:
+        obj = by_id[oid]
+        obj.data = {k: v for k, v in obj.data.items() if not k.startswith(RESULT_PREFIX)}
     for oid, pairs in results.items():
         if oid in by_id:
             by_id[oid].data.update(pairs)
+
+
+def _add_to_tree(doc: Document, results: dict[str, list[tuple[str, str]]], stale: list[str]) -> None:
+    """``add_results`` in the tree: the ``jufo_`` data of the infos of ``stale`` ids removed,
+    the new ones appended (and left pending for ``serialize`` to splice where it can)."""
+    root = doc.tree.getroot()
+    doc.pending = []  # earlier results not yet written: jufo_ data too, so replaced
+    for oid in stale:
+        for info in doc.infos.get(oid, ()):
+            for data in list(info.iterchildren("{*}data")):
+                if (data.get("key") or "").startswith(RESULT_PREFIX):
+                    _remove_keeping_layout(info, data)
+    information = None
+    targets: list[tuple[etree._Element, list[tuple[str, str]]]] = []
+    for oid, pairs in results.items():
         if not pairs:
             continue
         info_list = doc.infos.get(oid)
@@ -305,6 +385,46 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
             info = info_list[-1]
         targets.append((info, pairs))
     doc.pending = _append_data(targets)
+
+
+def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tuple[int, int, str]] | None:
+    """The results as ``(start, end, text)`` edits of a scanned document's bytes, sorted, or
+    None where an info is not plain (see ``lmlscan.Info``) or a value holds a character XML
+    forbids (the tree path then refuses it). Each info holding results loses them; each
+    target's last info gets the new data after its last other one, indented like it.
+    O(pairs + results' infos)."""
+    raw, places = doc.raw, doc.places
+    assert raw is not None and places is not None
+    targets: list[tuple[lmlscan.Info, list[tuple[str, str]]]] = []
+    for oid, pairs in results.items():
+        if pairs:
+            infos = places.get(oid)
+            if not infos:
+                return None  # a new info is needed: the tree path makes it
+            targets.append((infos[-1], pairs))
+    escaped = _attr_all([text for _, pairs in targets for pair in pairs for text in pair])
+    values = "".join(escaped)  # (tab, LF and CR are references now: the rest prints)
+    if not values.isprintable() and _INVALID_XML.search(values):
+        return None
+    edits: dict[int, list] = {}  # per info (by start): [start, end, text]
+    for infos in places.values():
+        for info in infos:
+            if info.first_result >= 0:
+                layout = lmlscan.layout(raw, info)
+                if layout is None:
+                    return None
+                at, stop, _ = layout
+                edits[info.start] = [at, stop, ""]
+    at_pair = 0
+    for info, pairs in targets:
+        layout = lmlscan.layout(raw, info)
+        if layout is None:
+            return None
+        at, stop, gap = layout
+        texts, at_pair = escaped[at_pair:at_pair + 2 * len(pairs)], at_pair + 2 * len(pairs)
+        edits[info.start] = [at, stop, "".join([f'{gap}<data key="{k}" value="{v}"/>'
+                                                for k, v in zip(texts[::2], texts[1::2])])]
+    return sorted((at, stop, text) for at, stop, text in edits.values())
 
 
 def _sibling_tag(parent: etree._Element, local: str) -> str:
@@ -440,7 +560,10 @@ def _remove_keeping_layout(parent: etree._Element, el: etree._Element) -> None:
 def serialize(doc: Document) -> bytes:
     """The document as bytes: the original prolog and epilog verbatim around the root element,
     serialized in the document's own encoding, with the pending results spliced in (or, where
-    they cannot be, first built into the tree)."""
+    they cannot be, first built into the tree). A scanned document is its bytes with the edits."""
+    if doc._tree is None:
+        assert doc.raw is not None
+        return _apply(doc.raw, doc.edits or [])
     if doc.pending and (doc.tree.docinfo.encoding or "UTF-8").upper() in ("UTF-8", "UTF8"):
         spliced = _serialize_spliced(doc)  # (the text is UTF-8: only there can it go in as it is)
         if spliced is not None:
@@ -488,6 +611,24 @@ def _splice(raw: bytes, texts: list[str]) -> bytes | None:
             return None
         encoded = [encoded[i] for i in order]
     parts[1::2] = encoded
+    return b"".join(parts)
+
+
+def _apply(raw: bytes, edits: list[tuple[int, int, str]]) -> bytes:
+    """``raw`` with each sorted edit's bytes from ``start`` to ``end`` replaced by its text.
+    O(len(raw) + texts).
+
+    >>> _apply(b"<a><b/></a>", [(3, 3, "<c/>"), (7, 11, "</x>")])
+    b'<a><c/><b/></x>'
+    """
+    if not edits:
+        return raw
+    encoded = "\0".join([text for _, _, text in edits]).encode().split(b"\0")  # (no text holds a NUL)
+    parts, done = [], 0
+    for (start, end, _), text in zip(edits, encoded):
+        parts += (raw[done:start], text)
+        done = end
+    parts.append(raw[done:])
     return b"".join(parts)
 
 

@@ -1,0 +1,150 @@
+"""The scanner (``lmlscan``) reads what the lxml reader reads, or leaves the document to it;
+results spliced into a scanned document's bytes equal those the tree would get.
+
+Seeded; ``JUFO_FUZZ=N`` runs N mutated documents (default 300)."""
+
+import os
+import random
+
+import pytest
+
+from conftest import SAMPLES, running, snapshot, waiting
+from jufo import lml, lmlscan
+from jufo.errors import InputError
+from test_lml import DOCUMENTS, INFO_LAYOUTS, _document
+
+CASES = int(os.environ.get("JUFO_FUZZ", "300"))
+PAIRS = [("jufo_starttime", "01/10/12-12:00:00"), ("jufo_reason", 'a<b & "c" > d\n\te\r f é ∞')]
+
+
+def _read(raw: bytes, scanned: bool):
+    """``(objects, unknown info ids)`` as plain values, or the error message."""
+    try:
+        doc = lml.parse(raw) if scanned else lml._parse_tree(raw, "input")
+    except InputError as err:
+        return str(err)
+    return [(o.id, o.type, o.name, o.index, list(o.data.items())) for o in doc.objects], doc.unknown_info_ids
+
+
+def _documents() -> dict[str, bytes]:
+    docs = {path.name: path.read_bytes() for path in sorted(SAMPLES.rglob("*.xml"))}
+    for document in DOCUMENTS:
+        for layout in INFO_LAYOUTS:
+            for default_namespace in (False, True):
+                docs[f"{document}/{layout}/{default_namespace}"] = _document(layout, default_namespace, document)
+    docs["snapshot"] = snapshot({"a": waiting(2, 10), "r": running(1, 50)})
+    docs["no namespace"] = snapshot({"a": waiting(2, 10)}, namespace=None)
+    return docs
+
+
+DOCS = _documents()
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_the_scanner_reads_what_lxml_reads(name):
+    assert _read(DOCS[name], True) == _read(DOCS[name], False)
+
+
+def _results(raw: bytes) -> dict[str, list[tuple[str, str]]]:
+    doc = lml._parse_tree(raw, "input")
+    return {o.id: list(PAIRS) for o in doc.objects if o.type == "job"}
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_results_spliced_into_the_bytes_equal_the_trees(name):
+    """Where lxml writes the untouched document as it was (every shipped sample, LLview's
+    layouts), the bytes with the results spliced in equal the tree's; predicting that output
+    again (its results replaced) too."""
+    raw = DOCS[name]
+    if lml.serialize(lml._parse_tree(raw, "input")) != raw:
+        pytest.skip("lxml rewrites this document (a DOCTYPE, another encoding, a comment's mark)")
+    for _ in range(2):
+        results = _results(raw)
+        fast, slow = lml.parse(raw), lml._parse_tree(raw, "input")
+        lml.add_results(fast, results)
+        lml.add_results(slow, results)
+        out = lml.serialize(fast)
+        assert out == lml.serialize(slow)
+        raw = out  # once more, on the output
+
+
+def test_a_plain_document_is_scanned_and_written_without_a_tree():
+    """The layout LLview and ``swf2lml`` write takes the fast way all through: no tree is
+    built, results (and an earlier run's results) are edits of the bytes."""
+    raw = snapshot({"a": waiting(2, 10), "b": waiting(1, 10)})
+    doc = lml.parse(raw)
+    lml.add_results(doc, {"a": list(PAIRS), "b": [("jufo_reason", "x")]})
+    again = lml.parse(lml.serialize(doc))
+    assert doc._tree is None and doc.edits
+    lml.add_results(again, {"a": [("jufo_endtime", "y")]})
+    assert again._tree is None and len(again.edits) == 2  # a's results replaced, b's removed
+    out = lml.serialize(again)
+    assert b"jufo_reason" not in out and out.count(b"jufo_") == 1
+
+
+@pytest.mark.parametrize("raw, why", [
+    (b'<?xml version="1.0" encoding="ISO-8859-1"?><lgui/>', "another encoding"),
+    (b'<!DOCTYPE lgui><lgui/>', "a DOCTYPE"),
+    (b'<lgui><objects><object id="a" type="job"/><object id="a" type="job"/></objects></lgui>', "an id twice"),
+    (b'<lgui><objects><object type="job"/></objects></lgui>', "no id"),
+    (b'<other/>', "not LML"),
+    (b'<lgui xmlns="urn:x"/>', "another namespace"),
+    (b'<lgui>' + b'<a>' * 300 + b'</a>' * 300 + b'</lgui>', "deeper than libxml2 reads"),
+    (b'<lgui><a></lgui>', "not well-formed"),
+    ("\ufeff<lgui/>".encode("utf-16"), "UTF-16"),
+])
+def test_the_scanner_leaves_to_lxml_what_it_does_not_handle(raw, why):
+    assert lmlscan.scan(raw) is None, why
+
+
+def test_a_document_deeper_than_libxml2_reads_is_still_refused():
+    raw = snapshot({"a": waiting(2, 10)}).replace(b"</objects>", b"<x>" * 300 + b"</x>" * 300 + b"</objects>")
+    with pytest.raises(InputError, match="not well-formed"):
+        lml.parse(raw)
+
+
+def test_a_scanned_document_builds_its_tree_when_asked_with_the_results_in_it():
+    """Whoever asks a scanned document for its tree after results went into the bytes (a
+    merge, a check) gets them in the tree, and writing gives the same bytes."""
+    raw = snapshot({"a": waiting(2, 10)})
+    doc = lml.parse(raw)
+    lml.add_results(doc, {"a": list(PAIRS)})
+    spliced = lml.serialize(doc)
+    assert doc.infos["a"] and doc._tree is not None and doc.edits is None  # the tree, with the results pending
+    assert [pairs for _, pairs, _, _ in doc.pending] == [PAIRS]
+    assert lml.serialize(doc) == spliced
+
+
+_PALETTE = [b"<", b">", b"/", b'"', b"'", b"&", b"&amp;", b"&#10;", b"&#0;", b"=", b"!", b"-", b"?", b"[", b"]",
+            b" ", b"\n", b"\r", b"\t", b":", b"x", b"data", b"info", b"jufo_", b"\xc3", b"\xc3\xa9", b"\x00",
+            b"<!-- c -->", b"<![CDATA[x]]>", b"<?pi x?>", b"<data key='k' value='v'/>", b'xmlns:p="urn:p"',
+            b"<p:data key=\"k\" value=\"v\"/>", b"</info>", b"<info oid=\"a\">", b"\xef\xbb\xbf", b'xmlns:q=""',
+            b'xmlns=""', b"]]>", b"&#xFFFE;", b"&#1;", b"&#x10FFFF;", b"\xc2\xb7", b"\xe2\x80\xa8", b"\xef\xbf\xbe",
+            b'version="1.1"', b"1.1", b"\xed\xa0\x80", b"<data key=\"jufo_x\" value=\"1\"/>"]
+
+
+def _mutate(raw: bytes, rng: random.Random) -> bytes:
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(raw) + 1)
+        cut = rng.choice([0, 0, 1, rng.randint(1, 40)])
+        raw = raw[:at] + (rng.choice(_PALETTE) if rng.random() < 0.8 else b"") + raw[at + cut:]
+    return raw
+
+
+@pytest.mark.parametrize("case", range(CASES))
+def test_mutated_documents_read_alike(case):
+    """Bytes inserted, cut and replaced where they matter to XML: the scanner reads the same
+    objects as lxml, or leaves the document to lxml (the same message, then). Where it splices,
+    the output reads back to the same data as the tree's output."""
+    rng = random.Random(case)
+    base = rng.choice([DOCS["snapshot"], DOCS["no namespace"], DOCS["utf-8/llview/False"],
+                       DOCS["utf-8/indented/False"]])
+    raw = _mutate(base, rng)
+    assert _read(raw, True) == _read(raw, False)
+    if isinstance(_read(raw, False), str):
+        return
+    results = {o.id: list(PAIRS) for o in lml._parse_tree(raw, "input").objects}
+    fast, slow = lml.parse(raw), lml._parse_tree(raw, "input")
+    lml.add_results(fast, results)
+    lml.add_results(slow, results)
+    assert _read(lml.serialize(fast), False) == _read(lml.serialize(slow), False)
