@@ -406,15 +406,14 @@ def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tup
     values = "".join(escaped)  # (tab, LF and CR are references now: the rest prints)
     if not values.isprintable() and _INVALID_XML.search(values):
         return None
-    edits: dict[int, list] = {}  # per info (by start): [start, end, text]
+    edits: dict[int, tuple[int, int, str]] = {}  # per info, by its start
     for infos in places.values():
         for info in infos:
             if info.first_result >= 0:
                 layout = lmlscan.layout(raw, info)
                 if layout is None:
                     return None
-                at, stop, _ = layout
-                edits[info.start] = [at, stop, ""]
+                edits[info.start] = (layout[0], layout[1], "")
     at_pair = 0
     for info, pairs in targets:
         layout = lmlscan.layout(raw, info)
@@ -422,9 +421,9 @@ def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tup
             return None
         at, stop, gap = layout
         texts, at_pair = escaped[at_pair:at_pair + 2 * len(pairs)], at_pair + 2 * len(pairs)
-        edits[info.start] = [at, stop, "".join([f'{gap}<data key="{k}" value="{v}"/>'
-                                                for k, v in zip(texts[::2], texts[1::2])])]
-    return sorted((at, stop, text) for at, stop, text in edits.values())
+        edits[info.start] = (at, stop, "".join([f'{gap}<data key="{k}" value="{v}"/>'
+                                                for k, v in zip(texts[::2], texts[1::2])]))
+    return [edits[start] for start in sorted(edits)]
 
 
 def _sibling_tag(parent: etree._Element, local: str) -> str:

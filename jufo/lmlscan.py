@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 ACCEPTED_NAMESPACES = ("http://eclipse.org/ptp/lml", "http://www.llview.de", "")
 MAX_DEPTH = 256  # libxml2 refuses deeper documents without its huge option: so does lml.parse
-_TAG = re.compile(rb"""<(?:[^>"']|"[^"]*"|'[^']*')*>""")  # one tag of a well-formed document
+_TAG = re.compile(rb"""<[^>"']*(?:(?:"[^"]*"|'[^']*')[^>"']*)*>""")  # one tag of a well-formed document
 
 
 class _GiveUp(Exception):
     """The document needs the lxml reader."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Info:
     """One ``info`` element: its object id, its data, and where it lies in the bytes.
 
@@ -37,6 +37,7 @@ class Info:
     values: dict[str, str]
     end: int = -1  # byte offset of its end tag (for an empty-element info, just after it)
     count: int = 0  # data children
+    ends: tuple[int, int] = (-1, -1)  # where its last two children end, if they are empty-element tags
     first_result: int = -1  # index of the first jufo_ data among them, -1: none
     plain: bool = True
 
@@ -63,6 +64,7 @@ def scan(raw: bytes, result_prefix: str = "jufo_") -> Scan | None:
     info: Info | None = None  # the info being read
     values: dict[str, str] = {}
     inner = count = 0  # open elements inside the info; its data so far
+    ends = (-1, -1)
     first_result = -1
     plain = True
 
@@ -79,7 +81,7 @@ def scan(raw: bytes, result_prefix: str = "jufo_") -> Scan | None:
         if depth == 3:
             if section == "information" and name.rpartition("}")[2] == "info":
                 info = Info(attrs.get("oid", ""), parser.CurrentByteIndex, {})
-                values, inner, count, first_result, plain = info.values, 0, 0, -1, True
+                values, inner, count, first_result, plain, ends = info.values, 0, 0, -1, True, (-1, -1)
                 infos.append(info)
                 parser.StartElementHandler, parser.EndElementHandler = in_info
             elif section == "objects" and name.rpartition("}")[2] == "object":
@@ -142,12 +144,15 @@ def scan(raw: bytes, result_prefix: str = "jufo_") -> Scan | None:
             count += 1
 
     def child_end(_name: str) -> None:
-        nonlocal inner, depth, info
+        nonlocal inner, depth, info, ends
         if inner:
             inner -= 1
+            if not inner:  # (after an empty-element tag expat is just past it)
+                ends = ends[1], parser.CurrentByteIndex
             return
         assert info is not None
         info.end, info.count, info.first_result, info.plain = parser.CurrentByteIndex, count, first_result, plain
+        info.ends = ends
         info = None
         depth -= 1
         parser.StartElementHandler, parser.EndElementHandler = outside
@@ -182,10 +187,21 @@ def layout(raw: bytes, info: Info) -> tuple[int, int, str] | None:
     its last data, the white space before that data)``, or None unless the info is plain with
     such a data child, and its data children, back to the one before it, are empty-element
     tags. In a plain info every ``<`` starts one of its data tags, so they are found from its
-    end: O(results + 2) tags."""
+    end: O(results + 2) tags; without results, their ends are known from the scan."""
     kept = info.first_result if info.first_result >= 0 else info.count
     if not info.plain or kept == 0:
         return None
+    if kept == info.count:  # no results yet: the usual case
+        before, at = info.ends
+        last = raw.rfind(b"<", info.start + 1, at)
+        if kept >= 2:
+            gap_from = before if raw[before - 2:before] == b"/>" else -1
+        else:
+            match = _TAG.match(raw, info.start)
+            gap_from = match.end() if match else -1
+        if raw[at - 2:at] != b"/>" or gap_from < 0 or not blank(raw, gap_from, last):
+            return None
+        return at, at, raw[gap_from:last].decode("ascii")
     starts: list[int] = []
     pos = info.end
     for _ in range(info.count - kept + min(kept, 2)):
