@@ -248,6 +248,25 @@ TRACE_COMMANDS = {
 }
 
 
+def bench_kth_predict(repeat: int) -> dict:
+    """``predict`` on the whole KTH-SP2 trace as one snapshot (``swf2lml --future --exact --set
+    system_state=AttributeState``, 28,481 jobs) against ``replay --exact`` of the same jobs,
+    which skips the XML: the two interleaved, so a slow minute of the machine hits both."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "kth.xml"), os.path.join(tmp, "out.xml")
+        subprocess.run([sys.executable, "-m", "jufo", "swf2lml", KTH, "--future", "--exact", "--set",
+                        "system_state=AttributeState", "-o", src], check=True, stderr=subprocess.DEVNULL)
+        predict, replay, peak = [], [], 0
+        for _ in range(repeat):
+            seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])
+            predict.append(seconds)
+            peak = max(peak, rss)
+            replay.append(_time([sys.executable, "-m", "jufo", "replay", KTH, "--exact", "-q", "--json"])[0])
+    p, r = statistics.median(predict), statistics.median(replay)
+    return {"case": "kth-predict", "jobs": 28481, "jufo_s": round(p, 3), "replay_s": round(r, 3),
+            "ratio": round(p / r, 2), "peak_mib": round(peak / 1024)}
+
+
 # the floor for pure Python: the minimal count-based EASY simulator the tests check replay
 # against (in a checkout only), on the same trace with real run times as ``kth-easy-real``
 FLOOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "easy_reference.py")
@@ -273,6 +292,8 @@ def bench(name: str, shape: Shape | None, repeat: int) -> dict:
         return bench_replay(repeat)
     if name == "kth-floor":
         return bench_floor(repeat)
+    if name == "kth-predict":
+        return bench_kth_predict(repeat)
     if name == "juropa-history":
         return bench_history(repeat)
     if name in TRACE_COMMANDS:
@@ -308,7 +329,7 @@ def growth_exponent(rows: list[dict]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-floor", "juropa-history", *TRACE_COMMANDS]
+ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "juropa-history", *TRACE_COMMANDS]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -345,6 +366,9 @@ def main(argv: list[str] | None = None) -> None:
         elif name == "kth-floor":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  minimal EASY simulator {row['floor_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.1f}  (kth-easy-real)")
+        elif name == "kth-predict":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  replay --exact {row['replay_s']:6.3f} s  "
+                  f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (the KTH trace as one snapshot)")
         elif name == "kth-replay":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  (whole trace, 28,481 jobs)  peak {row['peak_mib']:6d} MiB")
         else:
