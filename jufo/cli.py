@@ -357,7 +357,7 @@ def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
 
     paths = _check_inputs(input_paths)
     input_path = " + ".join(paths)
-    doc = lml.read_all(paths)
+    doc = lml.read_all(paths, scan=False)  # the schema check needs the tree
     problems: list[str] = []
     schema = xmlschema.XMLSchema11(str(schema_path()))
     tree = doc.tree

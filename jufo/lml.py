@@ -119,10 +119,11 @@ def _parser(huge_tree: bool = False) -> etree.XMLParser:
     )
 
 
-def parse(raw: bytes, source: str = "input") -> Document:
+def parse(raw: bytes, source: str = "input", scan: bool = True) -> Document:
     """Parse LML bytes; InputError (exit 2) for anything that is not a raw LML document.
-    The scanner reads the common case (``lmlscan``); the rest, errors included, lxml."""
-    found = lmlscan.scan(raw, RESULT_PREFIX)
+    The scanner reads the common case (``lmlscan``); the rest, errors included, lxml, which
+    also reads all when ``scan`` is false (for a caller that needs the tree anyway)."""
+    found = lmlscan.scan(raw, RESULT_PREFIX) if scan else None
     if found is None:
         return _parse_tree(raw, source)
     objects = [LmlObject(oid, kind, name, i) for i, (oid, kind, name) in enumerate(found.objects)]
@@ -241,7 +242,7 @@ def from_objects(objects: list[tuple[str, str, dict[str, str]]]) -> Document:
     return Document(etree.ElementTree(etree.Element(f"{{{LML_NS}}}lgui")), objs, {}, b"", b"")
 
 
-def read(path: str, limit: int = MAX_INPUT_BYTES) -> Document:
+def read(path: str, limit: int = MAX_INPUT_BYTES, scan: bool = True) -> Document:
     """Read and parse ``path`` (``-`` is standard input); the file itself is never modified.
     Devices are refused (``/dev/zero`` never ends) and files larger than ``limit`` bytes too."""
     if path == "-":
@@ -257,13 +258,14 @@ def read(path: str, limit: int = MAX_INPUT_BYTES) -> Document:
                 raw = read_limited(fh, path, limit)
         except OSError as err:
             raise InputError(path, None, None, f"cannot read: {err.strerror}") from None
-    return parse(raw, "stdin" if path == "-" else path)
+    return parse(raw, "stdin" if path == "-" else path, scan)
 
 
-def read_all(paths: list[str], limit: int = MAX_INPUT_BYTES) -> Document:
+def read_all(paths: list[str], limit: int = MAX_INPUT_BYTES, scan: bool = True) -> Document:
     """Read one file, or several merged into one document as LML_da's combine step would
     (LLview 2 writes jobs, nodes, system info, reservations and classes to separate files)."""
-    docs = [(path, read(path, limit)) for path in paths]
+    scan = scan and len(paths) == 1  # merging works on trees: read them as trees at once
+    docs = [(path, read(path, limit, scan)) for path in paths]
     return docs[0][1] if len(docs) == 1 else merge(docs)
 
 

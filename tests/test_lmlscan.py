@@ -148,3 +148,18 @@ def test_mutated_documents_read_alike(case):
     lml.add_results(fast, results)
     lml.add_results(slow, results)
     assert _read(lml.serialize(fast), False) == _read(lml.serialize(slow), False)
+
+
+def test_files_to_merge_and_to_validate_are_parsed_once(tmp_path, monkeypatch):
+    """Merging and the schema check work on trees: their files are parsed by lxml at once,
+    not scanned first and parsed again; a single file to predict is scanned only."""
+    calls = []
+    real = lmlscan.scan
+    monkeypatch.setattr(lmlscan, "scan", lambda raw, prefix="jufo_": calls.append(1) or real(raw, prefix))
+    jobs = SAMPLES / "llview2" / "jobs_LML.xml"
+    nodes = SAMPLES / "llview2" / "nodes_LML.xml"
+    merged = lml.read_all([str(jobs), str(nodes)])
+    assert calls == [] and merged._tree is not None
+    assert lml.read_all([str(jobs)], scan=False)._tree is not None and calls == []
+    single = lml.read_all([str(jobs)])
+    assert calls == [1] and single._tree is None
