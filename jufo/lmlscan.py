@@ -76,7 +76,7 @@ def scan(raw: bytes, result_prefix: str = "jufo_") -> Scan | None:
             raise _GiveUp  # (expat reads any version; libxml2 only digits, and 1.1 as 1.1)
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, section, info, values, inner, count, first_result, plain
+        nonlocal depth, section, info, values, inner, count, first_result, plain, ends
         depth += 1
         if depth == 3:
             if section == "information" and name.rpartition("}")[2] == "info":
@@ -194,12 +194,15 @@ def layout(raw: bytes, info: Info) -> tuple[int, int, str] | None:
     if kept == info.count:  # no results yet: the usual case
         before, at = info.ends
         last = raw.rfind(b"<", info.start + 1, at)
+        if not _empty_tag(raw, last, at):
+            return None
         if kept >= 2:
-            gap_from = before if raw[before - 2:before] == b"/>" else -1
+            previous = raw.rfind(b"<", info.start + 1, last)
+            gap_from = before if _empty_tag(raw, previous, before) else -1
         else:
             match = _TAG.match(raw, info.start)
             gap_from = match.end() if match else -1
-        if raw[at - 2:at] != b"/>" or gap_from < 0 or not blank(raw, gap_from, last):
+        if gap_from < 0 or not blank(raw, gap_from, last):
             return None
         return at, at, raw[gap_from:last].decode("ascii")
     starts: list[int] = []
@@ -219,6 +222,15 @@ def layout(raw: bytes, info: Info) -> tuple[int, int, str] | None:
     if min(at, stop, gap_from) < 0 or not blank(raw, gap_from, last):
         return None
     return at, stop, raw[gap_from:last].decode("ascii")
+
+
+def _empty_tag(raw: bytes, start: int, end: int) -> bool:
+    """Is ``raw[start:end]`` one empty-element tag? Where its only ``>`` is the last byte it
+    is, without a regex; a ``>`` in a value, or an element with text (``<data ...>/></data>``,
+    whose end expat reports at ``</data>``), takes the regex."""
+    if start < 0 or raw[end - 2:end] != b"/>":
+        return False
+    return raw.find(b">", start, end) == end - 1 or tag_end(raw, start) == end
 
 
 def tag_end(raw: bytes, start: int) -> int:

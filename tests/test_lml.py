@@ -169,6 +169,10 @@ INFO_LAYOUTS = {
     "odd tails": '<info oid="a">&#13;\n<data key="x" value="1"/>a &amp; b &lt;&#13;\n<data key="y" value="2"/>\n</info>',
     "own namespace": '<info oid="a">\n<data xmlns="urn:x" key="x" value="1"/>\n<data xmlns="urn:x" key="y" value="2"/>\n</info>',
     "other child last": '<info oid="a"><data key="x" value="1"/>\n<note/>\n</info>',
+    "text in data": '<info oid="a">\n<data key="w" value="0">/></data>\n<data key="x" value="1">/></data>\n</info>',
+    "text in the last": '<info oid="a">\n<data key="w" value="0"/>\n<data key="x" value="1">/></data>\n</info>',
+    "text in the only one": '<info oid="a">\n<data key="x" value="1">/></data>\n</info>',
+    "text in the one before": '<info oid="a">\n<data key="w" value="0">/></data>\n<data key="x" value="1"/>\n</info>',
 }
 
 

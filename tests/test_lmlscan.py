@@ -124,6 +124,11 @@ _PALETTE = [b"<", b">", b"/", b'"', b"'", b"&", b"&amp;", b"&#10;", b"&#0;", b"=
 
 
 def _mutate(raw: bytes, rng: random.Random) -> bytes:
+    if rng.random() < 0.15:  # a data element with text that looks like a tag's end
+        at = rng.choice([i for i in range(len(raw)) if raw.startswith(b'"/>', i)] or [0])
+        raw = raw[:at] + raw[at:].replace(b'"/>', rng.choice([b'">/></data>', b'"> /> </data>']), 1)
+        if rng.random() < 0.5:
+            return raw
     for _ in range(rng.randint(1, 3)):
         at = rng.randrange(len(raw) + 1)
         cut = rng.choice([0, 0, 1, rng.randint(1, 40)])
@@ -163,3 +168,18 @@ def test_files_to_merge_and_to_validate_are_parsed_once(tmp_path, monkeypatch):
     assert lml.read_all([str(jobs)], scan=False)._tree is not None and calls == []
     single = lml.read_all([str(jobs)])
     assert calls == [1] and single._tree is None
+
+
+def test_a_value_holding_a_tag_end_keeps_the_results_after_its_tag():
+    """``/>`` and ``>`` may stand in a value (lxml writes ``&gt;``; the scanned document keeps
+    the input's bytes): the results still go after the whole tag, and read back alike."""
+    raw = _document("llview", False, "utf-8").replace(b'value="1"', b'value="0/>"').replace(b'value="2"',
+                                                                                           b'value="1/>"')
+    doc = lml.parse(raw)
+    lml.add_results(doc, {"a": list(PAIRS)})
+    assert doc.edits is not None
+    out = lml.serialize(doc)
+    assert b'<data key="y" value="1/>"/>\n<data key="jufo_starttime"' in out
+    slow = lml._parse_tree(raw, "input")
+    lml.add_results(slow, {"a": list(PAIRS)})
+    assert _read(out, False) == _read(lml.serialize(slow), False)
