@@ -404,9 +404,8 @@ def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tup
             if not infos:
                 return None  # a new info is needed: the tree path makes it
             targets.append((infos[-1], pairs))
-    escaped = _attr_all([text for _, pairs in targets for pair in pairs for text in pair])
-    values = "".join(escaped)  # (tab, LF and CR are references now: the rest prints)
-    if not values.isprintable() and _INVALID_XML.search(values):
+    escaped, allowed = _escaped(targets)
+    if not allowed:
         return None
     edits: dict[int, tuple[int, int, str]] = {}  # per info, by its start
     for infos in places.values():
@@ -423,8 +422,7 @@ def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tup
             return None
         at, stop, gap = layout
         texts, at_pair = escaped[at_pair:at_pair + 2 * len(pairs)], at_pair + 2 * len(pairs)
-        edits[info.start] = (at, stop, "".join([f'{gap}<data key="{k}" value="{v}"/>'
-                                                for k, v in zip(texts[::2], texts[1::2])]))
+        edits[info.start] = (at, stop, "".join([gap + element for element in _elements("data", texts)]))
     return [edits[start] for start in sorted(edits)]
 
 
@@ -467,10 +465,8 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]],
     The others are parsed from one text and moved into place: libxml2 builds them 2.5×
     faster than one ``SubElement`` call per pair."""
     prefixes: dict[str, str] = {}  # namespace URI -> prefix in the text (moving re-declares as needed)
-    escaped = _attr_all([text for _, pairs in targets for pair in pairs for text in pair])
-    if splice:  # a character XML forbids is never spliced in: libxml2 refuses it below
-        values = "".join(escaped)  # (tab, LF and CR are references now: the rest prints)
-        splice = values.isprintable() or not _INVALID_XML.search(values)
+    escaped, allowed = _escaped(targets)
+    splice = splice and allowed  # a character XML forbids is never spliced in: libxml2 refuses it below
     at = 0
     parts, places, pending = [], [], []
     for info, pairs in targets:
@@ -479,7 +475,7 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]],
         namespace, _, local = tag[1:].rpartition("}") if tag[0] == "{" else ("", "", tag)
         name = f"{prefixes.setdefault(namespace, f'ns{len(prefixes)}')}:{local}" if namespace else local
         gap = _text(between)
-        elements = [f'<{name} key="{k}" value="{v}"/>' for k, v in zip(texts[::2], texts[1::2])]
+        elements = _elements(name, texts)
         if splice and last is not None and not namespace:
             pending.append((info, pairs, last, "".join([gap + element for element in elements])))
         else:
@@ -505,6 +501,19 @@ def _append_data(targets: list[tuple[etree._Element, list[tuple[str, str]]]],
             for el in reversed(made):
                 last.addnext(el)
     return pending
+
+
+def _escaped(targets: list[tuple[object, list[tuple[str, str]]]]) -> tuple[list[str], bool]:
+    """Every key and value of the targets' pairs escaped for an attribute (``_attr_all``), and
+    whether XML allows all their characters (tab, LF and CR are references by then)."""
+    escaped = _attr_all([text for _, pairs in targets for pair in pairs for text in pair])
+    values = "".join(escaped)
+    return escaped, values.isprintable() or not _INVALID_XML.search(values)
+
+
+def _elements(name: str, texts: list[str]) -> list[str]:
+    """Empty ``data`` elements named ``name`` from escaped ``[key, value, key, value, ...]``."""
+    return [f'<{name} key="{k}" value="{v}"/>' for k, v in zip(texts[::2], texts[1::2])]
 
 
 def _data_layout(info: etree._Element) -> tuple[etree._Element | None, str, str | None, str | None]:
