@@ -188,8 +188,8 @@ def _document(layout: str, default_namespace: bool, document: str) -> bytes:
     encoding, prolog = DOCUMENTS[document]
     root = ('<lgui xmlns="http://eclipse.org/ptp/lml" xmlns:lml="http://eclipse.org/ptp/lml">' if default_namespace
             else '<lml:lgui xmlns:lml="http://eclipse.org/ptp/lml">')
-    return (f'<?xml version="1.0" encoding="{encoding}"?>\n{prolog}{root}\n<objects>\n<object id="a" type="job"/>\n'
-            f'<object id="b" type="job"/>\n</objects>\n<information>\n{INFO_LAYOUTS[layout]}\n'
+    return (f'<?xml version="1.0" encoding="{encoding}"?>\n{prolog}{root}\n<objects>\n<object id="a" name="a" type="job"/>\n'
+            f'<object id="b" name="b" type="job"/>\n</objects>\n<information>\n{INFO_LAYOUTS[layout]}\n'
             f'<info oid="b">\n<data key="z" value="3"/>\n</info>\n</information>\n'
             f'{"</lgui>" if default_namespace else "</lml:lgui>"}\n').encode(encoding)
 

@@ -45,6 +45,34 @@ def test_the_scanner_reads_what_lxml_reads(name):
     assert _read(DOCS[name], True) == _read(DOCS[name], False)
 
 
+def _fields(found: lmlscan.Scan) -> tuple:
+    return found.objects, [(i.oid, i.start, i.end, i.count, i.ends, i.first_result, i.plain, i.values)
+                           for i in found.infos]
+
+
+def _both(raw: bytes) -> tuple[lmlscan.Scan | None, lmlscan.Scan | None]:
+    """What the regular expressions and expat's walk read, where the document is well-formed."""
+    root = lmlscan._check(raw)
+    if root is None:
+        return None, None
+    return lmlscan._layout(raw, root, "jufo_"), lmlscan._walk(raw, "jufo_")
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_the_layout_reader_agrees_with_the_walk(name):
+    """Where a document is in LLview's exact layout, the regular expressions find the same
+    objects, data and byte positions as expat's walk over every element."""
+    layout, walk = _both(DOCS[name])
+    if layout is None:
+        pytest.skip("not in LLview's exact layout")
+    assert walk is not None and _fields(layout) == _fields(walk)
+
+
+def test_the_layout_reader_reads_llviews_files_and_jufos_own():
+    assert all(_both(DOCS[name])[0] is not None for name in ("jobs_LML.xml", "nodes_LML.xml", "snapshot",
+                                                              "utf-8/llview/False", "utf-8/compact/False"))
+
+
 def _results(raw: bytes) -> dict[str, list[tuple[str, str]]]:
     doc = lml._parse_tree(raw, "input")
     return {o.id: list(PAIRS) for o in doc.objects if o.type == "job"}
@@ -146,6 +174,9 @@ def test_mutated_documents_read_alike(case):
                        DOCS["utf-8/indented/False"]])
     raw = _mutate(base, rng)
     assert _read(raw, True) == _read(raw, False)
+    layout, walk = _both(raw)
+    if layout is not None:
+        assert walk is not None and _fields(layout) == _fields(walk)
     if isinstance(_read(raw, False), str):
         return
     results = {o.id: list(PAIRS) for o in lml._parse_tree(raw, "input").objects}
