@@ -107,20 +107,34 @@ def _check(raw: bytes) -> int | None:
 
 
 _W = r"[ \t\r\n]"  # XML's white space (``\s`` would take Unicode's too)
-_V = r'"([^"<&\t\r\n]*)"'  # a value needing no decoding: no reference, no white space to normalize
+_V = r'"([^"<\t\r\n]*)"'  # a value without white space to normalize (references are decoded)
 _OBJECT = re.compile(f"{_W}*<object{_W}+id={_V}{_W}+name={_V}{_W}+type={_V}{_W}*/>")
-_QUOTED = r'"[^"<&\t\r\n]*"'  # the same, not captured
+_QUOTED = r'"[^"<\t\r\n]*"'  # the same, not captured
 _INFO = re.compile(f"{_W}*(<info{_W}+oid={_V}(?:{_W}+type={_QUOTED})?{_W}*>)"
                    f"((?:{_W}*<data{_W}+key={_QUOTED}{_W}+value={_QUOTED}{_W}*/>)*){_W}*(</info{_W}*>)")
 _DATA = re.compile(f"<data{_W}+key={_V}{_W}+value={_V}{_W}*/>")
+_REFERENCE = re.compile("&(#x[0-9a-fA-F]+|#[0-9]+|lt|gt|amp|quot|apos);")  # all a well-formed
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}  # document without a DTD has
+
+
+def _unescape(text: str) -> str:
+    """An attribute value's references replaced by their characters.
+
+    >>> print(_unescape("&lt;b&gt; &amp;#10; &#x41;&#66;&quot;&apos;"))
+    <b> &#10; AB"'
+    """
+    if "&" not in text:
+        return text
+    return _REFERENCE.sub(lambda m: _NAMED.get(m.group(1)) or chr(
+        int(m.group(1)[2:], 16) if m.group(1)[1] == "x" else int(m.group(1)[1:])), text)
 
 
 def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
     """LLview's exact layout by regular expressions over the text, or None if the document
     is laid out otherwise. Only: the root (no default namespace), ``objects`` holding
     ``<object id name type/>`` tags, then ``information`` holding ``<info oid [type]>``
-    elements of ``<data key value/>`` tags, values without references or white space but
-    blanks, and white space between. Every character inside the root is matched, so in a
+    elements of ``<data key value/>`` tags, values without white space but blanks, and white
+    space between. Every character inside the root is matched, so in a
     well-formed document (``_check``) these are exactly its elements. One match per object
     and info, one ``findall`` per info's data."""
     match = _TAG.match(raw, root)
@@ -140,7 +154,7 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
     pos = opened.end()
     objects: list[tuple[str, str, str | None]] = []
     while (obj := _OBJECT.match(text, pos)) is not None:
-        oid, name, kind = obj.groups()
+        oid, name, kind = obj.groups() if "&" not in obj.group() else map(_unescape, obj.groups())
         if not oid or not kind:
             return None
         objects.append((oid, kind, name))
@@ -154,18 +168,22 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
     while (block := _INFO.match(text, pos)) is not None:
         start, end, first, last = block.start(1), block.start(4), block.start(3), block.end(3)
         pairs = _DATA.findall(text, first, last)
+        referenced = text.find("&", first, last) >= 0
+        if referenced:
+            pairs = [(_unescape(key), _unescape(value)) for key, value in pairs]
         values = dict(pairs)
         if "" in values:
             del values[""]  # (a data without a key is no key/value pair)
-        info = Info(block.group(2), start, values, end, len(pairs))
+        info = Info(_unescape(block.group(2)), start, values, end, len(pairs))
         if pairs:
             before = len(text[first:text.rfind("<", first, last)].rstrip(" \t\r\n")) + first
             info.ends = (before if len(pairs) > 1 else -1, last)
-        if text.find(marked, first, last) >= 0:
+        if referenced or text.find(marked, first, last) >= 0:
             keys = [key for key, _ in pairs]
             results = [key.startswith(result_prefix) for key in keys]
-            info.first_result = results.index(True)
-            info.plain = all(results[info.first_result:])
+            if any(results):
+                info.first_result = results.index(True)
+                info.plain = all(results[info.first_result:])
         infos.append(info)
         pos = block.end()
     closed = re.compile(f"{_W}*</information{_W}*>{_W}*</{re.escape(qname.group(1))}{_W}*>").match(text, pos)

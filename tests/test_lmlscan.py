@@ -214,3 +214,25 @@ def test_a_value_holding_a_tag_end_keeps_the_results_after_its_tag():
     slow = lml._parse_tree(raw, "input")
     lml.add_results(slow, {"a": list(PAIRS)})
     assert _read(out, False) == _read(lml.serialize(slow), False)
+
+
+def test_references_are_read_in_llviews_layout():
+    """Ids, keys and values with references (``&amp;``, ``&#10;``, a result key spelt
+    ``&#106;ufo_``) are read by the layout reader as by expat and lxml; the result so spelt is
+    replaced when results are added again."""
+    raw = snapshot({"a&b": waiting(2, 10, name="x < y &\nz", note="\"q'")}).replace(b"z\"", b"z &#x41;\"")
+    raw = raw.replace(b'<data key="owner"', b'<data key="&#106;ufo_starttime" value="old"/>\n<data key="owner"')
+    raw = raw.replace(b'key="note"', b'key="n&amp;te"')
+    layout, walk = _both(raw)
+    assert layout is not None and _fields(layout) == _fields(walk)
+    assert _read(raw, True) == _read(raw, False)
+    job = next(i for i in layout.infos if i.oid == "a&b")
+    assert job.values["name"] == "x < y &\nz A" and job.values["n&te"] == "\"q'" and not job.plain
+    raw = raw.replace(b'<data key="&#106;ufo_starttime" value="old"/>\n', b"")
+    raw = raw.replace(b"</info>", b'<data key="&#106;ufo_starttime" value="old"/>\n</info>')
+    fast, slow = lml.parse(raw), lml._parse_tree(raw, "input")
+    results = {"a&b": list(PAIRS)}
+    lml.add_results(fast, results)
+    lml.add_results(slow, results)
+    assert fast.edits is not None and b"old" not in lml.serialize(fast)
+    assert _read(lml.serialize(fast), False) == _read(lml.serialize(slow), False)  # (lxml writes &#x41; as A)
