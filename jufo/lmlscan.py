@@ -108,6 +108,8 @@ def _check(raw: bytes) -> int | None:
 
 _W = r"[ \t\r\n]"  # XML's white space (``\s`` would take Unicode's too)
 _V = r'"([^"<\t\r\n]*)"'  # a value without white space to normalize (references are decoded)
+_OBJECTS = re.compile(f"{_W}*<objects{_W}*>")
+_INFORMATION = re.compile(f"{_W}*</objects{_W}*>{_W}*<information{_W}*>")
 _OBJECT = re.compile(f"{_W}*<object{_W}+id={_V}{_W}+name={_V}{_W}+type={_V}{_W}*/>")
 _QUOTED = r'"[^"<\t\r\n]*"'  # the same, not captured
 _INFO = re.compile(f"{_W}*(<info{_W}+oid={_V}(?:{_W}+type={_QUOTED})?{_W}*>)"
@@ -134,21 +136,19 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
     is laid out otherwise. Only: the root (no default namespace), ``objects`` holding
     ``<object id name type/>`` tags, then ``information`` holding ``<info oid [type]>``
     elements of ``<data key value/>`` tags, values without white space but blanks, and white
-    space between. Every character inside the root is matched, so in a
-    well-formed document (``_check``) these are exactly its elements. One match per object
-    and info, one ``findall`` per info's data."""
+    space between. Every character inside the root is matched, so in a well-formed document
+    (``_check``) these are exactly its elements. One match per object and info, one
+    ``findall`` per info's data."""
     match = _TAG.match(raw, root)
-    if match is None:
-        return None
-    text = raw.decode("utf-8")
-    if len(text) != len(raw):
-        return None  # offsets in the text would not be offsets in the bytes
+    if match is None or not raw.isascii():
+        return None  # (in other text, offsets in the text would not be offsets in the bytes)
+    text = raw.decode("ascii")
     head = text[root:match.end()]
     qname = re.match(r"<([^ \t\r\n/>]+)", head)
     if qname is None or re.search(f"{_W}xmlns{_W}*=", head):
         return None  # a default namespace: the data would be qualified
     pos = match.end()
-    opened = re.compile(f"{_W}*<objects{_W}*>").match(text, pos)
+    opened = _OBJECTS.match(text, pos)
     if opened is None:
         return None
     pos = opened.end()
@@ -159,7 +159,7 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
             return None
         objects.append((oid, kind, name))
         pos = obj.end()
-    between = re.compile(f"{_W}*</objects{_W}*>{_W}*<information{_W}*>").match(text, pos)
+    between = _INFORMATION.match(text, pos)
     if between is None:
         return None
     pos = between.end()
