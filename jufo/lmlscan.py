@@ -81,10 +81,31 @@ def _give_up(*_args) -> None:
     raise _GiveUp
 
 
+def _parser() -> expat.XMLParserType:
+    """An expat parser, with namespaces, that gives up on a DOCTYPE, an XML version other
+    than 1.0 and an encoding other than UTF-8."""
+    parser = expat.ParserCreate(namespace_separator="}")
+    parser.XmlDeclHandler = _declaration
+    parser.StartDoctypeDeclHandler = _give_up
+    return parser
+
+
+def _parsed(parser: expat.XMLParserType, raw: bytes) -> bool:
+    """Did ``parser`` read all of ``raw`` without an error or giving up? Its element handlers
+    are dropped after, as they may hold the parser."""
+    try:
+        parser.Parse(raw, True)
+    except (_GiveUp, expat.ExpatError, ValueError, RecursionError):
+        return False
+    finally:
+        parser.StartElementHandler = parser.EndElementHandler = None
+    return True
+
+
 def _check(raw: bytes) -> int | None:
     """Where the root element starts, if expat finds ``raw`` a well-formed LML document in
     UTF-8 without a DOCTYPE; else None. Only the root's start calls Python."""
-    parser = expat.ParserCreate(namespace_separator="}")
+    parser = _parser()
     found: list[int] = []
 
     def root(name: str, _attrs: dict[str, str]) -> None:
@@ -94,16 +115,8 @@ def _check(raw: bytes) -> int | None:
         found.append(parser.CurrentByteIndex)
         parser.StartElementHandler = None
 
-    parser.XmlDeclHandler = _declaration
-    parser.StartDoctypeDeclHandler = _give_up
     parser.StartElementHandler = root
-    try:
-        parser.Parse(raw, True)
-    except (_GiveUp, expat.ExpatError, ValueError, RecursionError):
-        return None
-    finally:
-        parser.StartElementHandler = None
-    return found[0] if found else None
+    return found[0] if _parsed(parser, raw) and found else None
 
 
 _W = r"[ \t\r\n]"  # XML's white space (``\s`` would take Unicode's too)
@@ -195,7 +208,7 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
 def _walk(raw: bytes, result_prefix: str) -> Scan | None:
     """Any document, by expat with one Python call per element start and end; inside an
     info, other handlers take over that do little more than store the key and value."""
-    parser = expat.ParserCreate(namespace_separator="}")
+    parser = _parser()
     objects: list[tuple[str, str, str | None]] = []
     infos: list[Info] = []
     depth = 0
@@ -295,21 +308,14 @@ def _walk(raw: bytes, result_prefix: str) -> Scan | None:
             plain = False
 
     outside, in_info = (start, end), (child, child_end)  # the handlers, switched at each info
-    parser.XmlDeclHandler = _declaration
-    parser.StartDoctypeDeclHandler = _give_up
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CommentHandler = inside
     parser.ProcessingInstructionHandler = inside
     parser.StartCdataSectionHandler = inside
-    try:
-        parser.Parse(raw, True)
-    except (_GiveUp, expat.ExpatError, ValueError, RecursionError):
-        return None
-    finally:  # the handlers hold each other and the parser: free them now, not at a collection
-        parser.StartElementHandler = parser.EndElementHandler = None
-        outside = in_info = ()  # (the handlers hold each other through these)
-    return Scan(objects, infos)
+    done = _parsed(parser, raw)
+    outside = in_info = ()  # (the handlers hold each other through these: free them now, not at a collection)
+    return Scan(objects, infos) if done else None
 
 
 def layout(raw: bytes, info: Info) -> tuple[int, int, str] | None:
