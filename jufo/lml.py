@@ -18,11 +18,10 @@ from lxml import etree
 
 from . import lmlscan
 from .errors import InputError
+from .lmlscan import LML_NS, RESULT_PREFIX  # (defined once there, used as lml's everywhere)
 from .values import MAX_INPUT_BYTES, read_limited
 
-LML_NS = "http://eclipse.org/ptp/lml"
-ACCEPTED_NAMESPACES = (LML_NS, "http://www.llview.de", None)
-RESULT_PREFIX = "jufo_"
+ACCEPTED_NAMESPACES = tuple(ns or None for ns in lmlscan.ACCEPTED_NAMESPACES)  # (lxml: None for none)
 
 
 @dataclass
@@ -123,7 +122,7 @@ def parse(raw: bytes, source: str = "input", scan: bool = True) -> Document:
     """Parse LML bytes; InputError (exit 2) for anything that is not a raw LML document.
     The scanner reads the common case (``lmlscan``); the rest, errors included, lxml, which
     also reads all when ``scan`` is false (for a caller that needs the tree anyway)."""
-    found = lmlscan.scan(raw, RESULT_PREFIX) if scan else None
+    found = lmlscan.scan(raw) if scan else None
     if found is None:
         return _parse_tree(raw, source)
     objects = [LmlObject(oid, kind, name, i) for i, (oid, kind, name) in enumerate(found.objects)]

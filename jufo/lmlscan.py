@@ -21,7 +21,9 @@ import re
 import xml.parsers.expat as expat
 from dataclasses import dataclass
 
-ACCEPTED_NAMESPACES = ("http://eclipse.org/ptp/lml", "http://www.llview.de", "")
+LML_NS = "http://eclipse.org/ptp/lml"
+ACCEPTED_NAMESPACES = (LML_NS, "http://www.llview.de", "")  # "": none
+RESULT_PREFIX = "jufo_"  # the keys jufo writes
 MAX_DEPTH = 256  # libxml2 refuses deeper documents without its huge option: so does lml.parse
 _TAG = re.compile(rb"""<[^>"']*(?:(?:"[^"]*"|'[^']*')[^>"']*)*>""")  # one tag of a well-formed document
 
@@ -56,7 +58,7 @@ class Scan:
     infos: list[Info]
 
 
-def scan(raw: bytes, result_prefix: str = "jufo_") -> Scan | None:
+def scan(raw: bytes) -> Scan | None:
     """The objects and infos of ``raw``, or None where the lxml reader must decide (see the
     module docstring). O(len(raw))."""
     if raw[:2] in (b"\xfe\xff", b"\xff\xfe") or b"\0" in raw[:4]:
@@ -64,9 +66,9 @@ def scan(raw: bytes, result_prefix: str = "jufo_") -> Scan | None:
     root = _check(raw)
     if root is None:
         return None
-    found = _layout(raw, root, result_prefix)
+    found = _layout(raw, root)
     if found is None:
-        found = _walk(raw, result_prefix)
+        found = _walk(raw)
     if found is None or len({oid for oid, _, _ in found.objects}) != len(found.objects):
         return None  # (the same id twice: the lxml reader reports it)
     return found
@@ -144,7 +146,7 @@ def _unescape(text: str) -> str:
         int(m.group(1)[2:], 16) if m.group(1)[1] == "x" else int(m.group(1)[1:])), text)
 
 
-def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
+def _layout(raw: bytes, root: int) -> Scan | None:
     """LLview's exact layout by regular expressions over the text, or None if the document
     is laid out otherwise. Only: the root (no default namespace), ``objects`` holding
     ``<object id name type/>`` tags, then ``information`` holding ``<info oid [type]>``
@@ -177,7 +179,7 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
         return None
     pos = between.end()
     infos: list[Info] = []
-    marked = f'key="{result_prefix}'
+    marked = f'key="{RESULT_PREFIX}'
     while (block := _INFO.match(text, pos)) is not None:
         start, end, first, last = block.start(1), block.start(4), block.start(3), block.end(3)
         pairs = _DATA.findall(text, first, last)
@@ -193,7 +195,7 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
             info.ends = (before if len(pairs) > 1 else -1, last)
         if referenced or text.find(marked, first, last) >= 0:
             keys = [key for key, _ in pairs]
-            results = [key.startswith(result_prefix) for key in keys]
+            results = [key.startswith(RESULT_PREFIX) for key in keys]
             if any(results):
                 info.first_result = results.index(True)
                 info.plain = all(results[info.first_result:])
@@ -205,9 +207,10 @@ def _layout(raw: bytes, root: int, result_prefix: str) -> Scan | None:
     return Scan(objects, infos)
 
 
-def _walk(raw: bytes, result_prefix: str) -> Scan | None:
-    """Any document, by expat with one Python call per element start and end; inside an
-    info, other handlers take over that do little more than store the key and value."""
+def _walk(raw: bytes) -> Scan | None:
+    """Any document ``_check`` passed (its root is LML's), by expat with one Python call per
+    element start and end; inside an info, other handlers take over that do little more than
+    store the key and value."""
     parser = _parser()
     objects: list[tuple[str, str, str | None]] = []
     infos: list[Info] = []
@@ -236,10 +239,6 @@ def _walk(raw: bytes, result_prefix: str) -> Scan | None:
                 objects.append((oid, kind, attrs.get("name")))
         elif depth == 2:
             section = name.rpartition("}")[2]
-        elif depth == 1:
-            namespace, _, local = name.rpartition("}")
-            if local != "lgui" or namespace not in ACCEPTED_NAMESPACES:
-                raise _GiveUp
         elif depth > MAX_DEPTH:
             raise _GiveUp
 
@@ -257,7 +256,7 @@ def _walk(raw: bytes, result_prefix: str) -> Scan | None:
             key = attrs.get("key")
             if key:
                 values[key] = attrs.get("value", "")
-                if key.startswith(result_prefix):
+                if key.startswith(RESULT_PREFIX):
                     result(count)
                 elif first_result >= 0:
                     odd()  # an older result before other data

@@ -55,7 +55,7 @@ def _both(raw: bytes) -> tuple[lmlscan.Scan | None, lmlscan.Scan | None]:
     root = lmlscan._check(raw)
     if root is None:
         return None, None
-    return lmlscan._layout(raw, root, "jufo_"), lmlscan._walk(raw, "jufo_")
+    return lmlscan._layout(raw, root), lmlscan._walk(raw)
 
 
 @pytest.mark.parametrize("name", sorted(DOCS))
@@ -191,7 +191,7 @@ def test_files_to_merge_and_to_validate_are_parsed_once(tmp_path, monkeypatch):
     not scanned first and parsed again; a single file to predict is scanned only."""
     calls = []
     real = lmlscan.scan
-    monkeypatch.setattr(lmlscan, "scan", lambda raw, prefix="jufo_": calls.append(1) or real(raw, prefix))
+    monkeypatch.setattr(lmlscan, "scan", lambda raw: calls.append(1) or real(raw))
     jobs = SAMPLES / "llview2" / "jobs_LML.xml"
     nodes = SAMPLES / "llview2" / "nodes_LML.xml"
     merged = lml.read_all([str(jobs), str(nodes)])
