@@ -359,6 +359,11 @@ class NodeState(SystemState):
         # needs, so searches can skip what cannot fit by count (see ``_count_fit``)
         self.units = Changes(0, machine.total_cores if sharing else len(machine.nodes))
         self.counted = True  # False once allocations may overlap: the count would be too low
+        # the same count on the nodes one kind of request may use (queues on their own nodes,
+        # GPU nodes): mask → Changes, made when a search first needs it (see ``_pool``)
+        self.pools: dict[int, Changes] = {}
+        self._outside: list[int] = []  # each pool's complement in the machine's nodes
+        self.held: dict[Allocation, list[int]] = {}  # units of each counted allocation (``_units_of``)
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
 
@@ -442,10 +447,76 @@ class NodeState(SystemState):
         """The earliest time from ``begin`` (and before ``before``) where the free units
         (whole nodes, or cores with sharing) suffice for ``job`` throughout its wall, or None:
         where the sets fit, the counts do, so a search may begin there. ``begin`` itself
-        when the counts cannot be trusted (overlapping allocations).  O(segments scanned)."""
+        when the counts cannot be trusted (overlapping allocations).  O(segments scanned).
+        (The machine's count, not the pool's: see ``_pool``.)"""
         if not self.counted:
             return begin
         return self.units.first_fit(self._need(job), max(job.wall, 1), before, begin)
+
+    POOLS = 8  # most masks with a count of their own; requests on further ones use the machine's
+
+    def _pool(self, eligible: int) -> Changes | None:
+        """Free units over time on the nodes of ``eligible`` when that is not the whole
+        machine, else None (also when counts cannot be trusted: overlapping allocations).
+        Made from the running and planned allocations when first asked for, then kept by
+        every change like ``units``. Where queues own disjoint nodes, the machine's count says
+        little about one queue's: on the 160,000-node benchmark it rejected none of the 66,000
+        candidate times the sets rejected, this count 96 %. (The machine's own count is not
+        asked again after ``_count_fit``: on KTH, 1.1 million such checks cost 5 s and saved
+        nothing.)  O(running + planned) set operations once, O(1) then."""
+        if not self.counted:
+            return None
+        pool = self.pools.get(eligible)
+        if pool is None:
+            if len(self.pools) >= self.POOLS or eligible == self.machine.all_nodes:
+                return None
+            i = len(self._outside)  # its units come after the machine's in ``_units_of``
+            self._outside.append(self.machine.all_nodes & ~eligible)
+            now = self.now
+            running = [(alloc, self._units_of(alloc)[i + 1]) for alloc in self.running]
+            pool = Changes(now, self._units_in(self.free, i, self._units(self.free)) + sum(u for _, u in running))
+            for alloc, units in running:  # each holds its units until it ends
+                pool.subtract(now, alloc.end, units)
+            for alloc in self.planned:
+                pool.subtract(alloc.start, alloc.end, self._units_of(alloc)[i + 1])
+            self.pools[eligible] = pool
+        return pool
+
+    def _units_in(self, resources: NodeCores, i: int, total: int) -> int:
+        """Units of ``resources`` (``total`` in all) on the nodes of the ``i``-th pool: an
+        allocation mostly lies inside a pool's nodes or outside, told by one big-int AND
+        each.  O(1) big-int operations (and the cores of the nodes, with sharing)."""
+        full, part = resources.full, resources.part
+        outside = self._outside[i]
+        if not (full & outside) and not any((outside >> n) & 1 for n in part):
+            return total
+        mask = self.machine.all_nodes & ~outside
+        if not (full & mask) and not any((mask >> n) & 1 for n in part):
+            return 0
+        return self._units(NodeCores(full & mask, {n: m for n, m in part.items() if (mask >> n) & 1}))
+
+    def _units_of(self, alloc: Allocation) -> list[int]:
+        """``alloc``'s units in all (first) and in each pool, kept while it is counted: its
+        resources are counted when it is inserted or planned and again when it goes."""
+        units = self.held.get(alloc)
+        if units is None:
+            units = self.held[alloc] = [self._units(alloc.resources)]
+        while len(units) <= len(self._outside):
+            units.append(self._units_in(alloc.resources, len(units) - 1, units[0]))
+        return units
+
+    def _count(self, alloc: Allocation, start: int, end: int, sign: int) -> None:
+        """Take (``sign`` -1: inserted, planned) or give back (1: it goes) ``alloc``'s units in
+        ``[start, end)`` in every count."""
+        units = self._units_of(alloc)
+        if sign > 0:
+            del self.held[alloc]
+        self.units.add(start, end, sign * units[0])
+        if self.pools and not self.counted:
+            self.pools, self._outside = {}, []
+        for pool, n in zip(self.pools.values(), islice(units, 1, None)):
+            if n:
+                pool.add(start, end, sign * n)
 
     def _need(self, job: Job) -> int:
         """Free units ``job`` needs at least: a lower bound (a whole-node ask takes more)."""
@@ -463,6 +534,7 @@ class NodeState(SystemState):
         wall, k = job.wall, job.nodes
         shape = self.machine.shape
         eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
+        pool, need, span = self._pool(eligible), self._need(job), max(wall, 1)
         base = self._free_at(begin)
         reserved = self.reserved.window(self.algebra.union)
         after = self.reserved.window(self.algebra.union) if own is not None else None
@@ -494,6 +566,13 @@ class NodeState(SystemState):
                     return None
                 if later > t:  # take in what is released by then, and try there
                     t = later
+                    continue
+            if pool is not None:  # the next time the counts fit: the sets fit nowhere before it
+                fit = pool.first_fit(need, span, stop, t)
+                if fit is None:
+                    return None
+                if fit > t:
+                    t = fit
                     continue
             # quick count first: nodes the queue may use with a free core (whole nodes suffice
             # to count when nothing is partly used)
@@ -751,7 +830,7 @@ class NodeState(SystemState):
             self.checkpoints = ([], [])
             self.counted = False
         super().insert(alloc)
-        self.units.subtract(self.now, alloc.end, self._units(alloc.resources))
+        self._count(alloc, self.now, alloc.end, -1)
         self.running.add(alloc)
         self._track(alloc, True)
         for kept in self._checkpoints_before(alloc):  # its resources are not free there (later: released)
@@ -767,7 +846,7 @@ class NodeState(SystemState):
         self.version += 1
         self.planned.remove(planned)
         self._track(planned, False)
-        self.units.add(max(planned.start, self.now), planned.end, self._units(planned.resources))
+        self._count(planned, max(planned.start, self.now), planned.end, 1)
         self.ghosts[alloc] = planned
 
     def finish(self, alloc: Allocation) -> None:
@@ -775,7 +854,7 @@ class NodeState(SystemState):
         if planned is not None:  # the rest of the reservation it started on (see _hand_over)
             self.reserved.subtract(planned.start, planned.end, planned.resources)
         super().finish(alloc)
-        self.units.add(self.now, alloc.end, self._units(alloc.resources))
+        self._count(alloc, self.now, alloc.end, 1)
         self.running.remove(alloc)
         self._track(alloc, False)
         for kept in self._checkpoints_before(alloc):  # its resources are free there now (later: already)
@@ -792,19 +871,21 @@ class NodeState(SystemState):
         self.planned.add(alloc)
         self._track(alloc, True)
         self.reserved.add(alloc.start, alloc.end, alloc.resources)
-        self.units.subtract(alloc.start, alloc.end, self._units(alloc.resources))
+        self._count(alloc, alloc.start, alloc.end, -1)
 
     def unplan(self, alloc: Allocation) -> None:
         super().unplan(alloc)
         self.planned.remove(alloc)
         self._track(alloc, False)
         self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
-        self.units.add(max(alloc.start, self.now), alloc.end, self._units(alloc.resources))
+        self._count(alloc, max(alloc.start, self.now), alloc.end, 1)
 
     def advance(self, now: int) -> None:
         super().advance(now)
         self.reserved.advance(now)
         self.units.advance(now)
+        for pool in self.pools.values():
+            pool.advance(now)
 
     def used_now(self, resources: NodeCores) -> NodeCores:
         """The part of ``resources`` that is not free now (for overlapping running jobs)."""

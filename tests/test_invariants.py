@@ -262,3 +262,57 @@ def test_reach_changes_nothing(sharing, early, monkeypatch):
     monkeypatch.setattr(Reach, "start", lambda self, shape, size, wall: 0)
     _, without = run(raw, settings)
     assert with_reach == without
+
+
+@pytest.mark.parametrize("sharing, early", [("no", False), ("yes", False), ("no", True), ("yes", True)])
+def test_pools_change_nothing(sharing, early, monkeypatch):
+    """The free-unit counts per eligible node set (``NodeState._pool``) agree, at every change
+    point, with a count from scratch of what is free and reserved; searches that skip ahead by
+    them give the same output as searches that do not; and they really skip."""
+    from jufo.availability import Changes
+    from jufo.bench import Shape, generate
+    from jufo.ranges import NodeCores
+    from jufo.state import NodeState
+
+    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing))
+    if early:
+        raw = raw.replace(b'<data key="wall" value="', b'<data key="actualruntime" value="1800"/><data key="wall" value="')
+    settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}
+    pool_of, first_fit = NodeState._pool, Changes.first_fit
+    checked, skips = [], []
+
+    def recount(state, mask, t):
+        shape = state.machine.shape
+        inside = NodeCores(mask)
+        avail = state.free.copy()
+        for alloc in state.running:
+            if alloc.end <= t:
+                avail.update(alloc.resources, shape)
+        for alloc in state.planned:
+            if alloc.start <= t < alloc.end:
+                avail.subtract(alloc.resources, shape)
+        avail = avail.difference(avail.difference(inside, shape), shape)
+        return avail.core_count(shape) if state.sharing else avail.node_count()
+
+    def pool(self, eligible):
+        found = pool_of(self, eligible)
+        if found is not None and found is not self.units:
+            for t, value in found.segments():
+                assert value == recount(self, eligible, t), (t, value)
+            checked.append(len(found.times))
+        return found
+
+    def fit(self, need, span, before=2**62, since=0):
+        t = first_fit(self, need, span, before, since)
+        skips.append(t is None or t > max(since, self.now))
+        return t
+
+    monkeypatch.setattr(NodeState, "_pool", pool)
+    monkeypatch.setattr(Changes, "first_fit", fit)
+    _, with_pools = run(raw, settings)
+    assert checked and max(checked) > 5, "no pool with change points: the case tests nothing"
+    assert any(skips), "no search skipped ahead: the case tests nothing"
+    monkeypatch.setattr(NodeState, "_pool", lambda self, eligible: None)  # no skipping: every time tried
+    monkeypatch.setattr(Changes, "first_fit", first_fit)
+    _, without = run(raw, settings)
+    assert with_pools == without
