@@ -158,3 +158,49 @@ def test_lowest_bits_agree_with_counting_bit_by_bit():
     cases += [(((1 << 160_000) - 1) >> 144_000 << 144_000, k) for k in (1, 16_000, 16_001)]
     for mask, k in cases:
         assert lowest(mask, k) == one_by_one(mask, k), (hex(mask)[:40], k)
+
+
+def test_union_profile_buckets_match_segments():
+    """``UnionProfile.union_over`` (kept unions per time bucket, grown by adds, dropped by
+    subtracts and by the clock) equals the plain union of the segments over random windows,
+    through random reservations, removals and clock moves."""
+    import random
+
+    from jufo.availability import UnionProfile
+    from jufo.ranges import NodeCores
+
+    shape = [0b1111] * 40
+
+    class Union:
+        def copy(self, a): return a.copy()
+        def add(self, a, b): a.update(b, shape); return a
+        def subtract(self, a, b): a.subtract(b, shape); return a
+        def union(self, a, b): return a.union(b, shape)
+
+    rng = random.Random(5)
+    profile, held, now, used = UnionProfile(0, NodeCores(), Union()), [], 0, 0
+    for step in range(3000):
+        roll = rng.random()
+        if roll < 0.5:  # a reservation on nodes free throughout its interval
+            start = now + rng.randint(0, 2000)
+            end = start + rng.randint(1, 1500)
+            busy = profile._fold(start, end)
+            free = [n for n in range(40) if not (busy.full >> n) & 1]
+            if free:
+                res = NodeCores(sum(1 << n for n in rng.sample(free, min(len(free), rng.randint(1, 3)))))
+                profile.add(start, end, res)
+                held.append((start, end, res))
+        elif roll < 0.65 and held:
+            start, end, res = held.pop(rng.randrange(len(held)))
+            profile.subtract(start, end, res)
+        elif roll < 0.7:
+            now += rng.randint(0, 200)
+            profile.advance(now)
+            held = [(max(s, now), e, r) for s, e, r in held if e > now]
+        else:
+            t = now + rng.randint(0, 2500)
+            end = t + rng.randint(0, 3000)
+            got = profile.union_over(t, end)
+            used += len(profile.buckets) > 0
+            assert got == profile._fold(t, max(end, t + 1)), (step, t, end)
+    assert used > 100, "the buckets were hardly used: the test tests little"

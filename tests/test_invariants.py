@@ -316,3 +316,19 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
     monkeypatch.setattr(Changes, "first_fit", first_fit)
     _, without = run(raw, settings)
     assert with_pools == without
+
+
+@pytest.mark.parametrize("sharing", ["no", "yes"])
+def test_buckets_change_nothing(sharing, monkeypatch):
+    """Searches that unite reserved sets per time bucket (large machines) give the same output
+    as searches that slide a window over the segments (small ones), on a JUROPA-like snapshot."""
+    from jufo.bench import Shape, generate
+    from jufo.state import NodeState
+
+    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing))
+    settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}
+    monkeypatch.setattr(NodeState, "BUCKETED", 1)
+    _, bucketed = run(raw, settings)
+    monkeypatch.setattr(NodeState, "BUCKETED", 10**9)
+    _, sliding = run(raw, settings)
+    assert bucketed == sliding
