@@ -274,12 +274,13 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
     from jufo.ranges import NodeCores
     from jufo.state import NodeState
 
-    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing))
+    raw = generate(Shape(nodes=150 if early else 300, jobs=200 if early else 400, running_share=0.2,
+                         node_sharing=sharing))  # (early ends: smaller, compression is slow to recount)
     if early:
         raw = raw.replace(b'<data key="wall" value="', b'<data key="actualruntime" value="1800"/><data key="wall" value="')
     settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}
     pool_of, first_fit = NodeState._pool, Changes.first_fit
-    checked, skips = [], []
+    checked, skips, calls = [], [], []
 
     def recount(state, mask, t):
         shape = state.machine.shape
@@ -296,10 +297,12 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
 
     def pool(self, eligible):
         found = pool_of(self, eligible)
-        if found is not None and found is not self.units:
-            for t, value in found.segments():
-                assert value == recount(self, eligible, t), (t, value)
-            checked.append(len(found.times))
+        if found is not None:
+            calls.append(1)
+            if len(calls) % 16 == 1:  # every 16th look: a recount is slow (sets over all allocations)
+                for t, value in found.segments():
+                    assert value == recount(self, eligible, t), (t, value)
+                checked.append(len(found.times))
         return found
 
     def fit(self, need, span, before=2**62, since=0):
