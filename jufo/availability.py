@@ -375,8 +375,8 @@ class UnionProfile(Profile):
                     del buckets[b]
 
     def _tune(self) -> None:
-        """Bucket width: a power of two near 16 gaps between breakpoints (ignoring one at
-        FOREVER); chosen again, and the unions forgotten, when the breakpoints grew or
+        """Bucket width: the power of two above 4 mean gaps between breakpoints (ignoring one
+        at FOREVER); chosen again, and the unions forgotten, when the breakpoints grew or
         shrank fourfold."""
         times = self.times
         n = bisect_left(times, FOREVER // 2)

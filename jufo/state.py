@@ -362,7 +362,7 @@ class NodeState(SystemState):
         # the same count on the nodes one kind of request may use (queues on their own nodes,
         # GPU nodes): mask → Changes, made when a search first needs it (see ``_pool``)
         self.pools: dict[int, Changes] = {}
-        self._outside: list[int] = []  # each pool's complement in the machine's nodes
+        self._masks: list[tuple[int, int]] = []  # each pool's nodes and their complement
         self.held: dict[Allocation, list[int]] = {}  # units of each counted allocation (``_units_of``)
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
@@ -470,8 +470,8 @@ class NodeState(SystemState):
         if pool is None:
             if len(self.pools) >= self.POOLS or eligible == self.machine.all_nodes:
                 return None
-            i = len(self._outside)  # its units come after the machine's in ``_units_of``
-            self._outside.append(self.machine.all_nodes & ~eligible)
+            i = len(self._masks)  # its units come after the machine's in ``_units_of``
+            self._masks.append((eligible, self.machine.all_nodes & ~eligible))
             now = self.now
             running = [(alloc, self._units_of(alloc)[i + 1]) for alloc in self.running]
             pool = Changes(now, self._units_in(self.free, i, self._units(self.free)) + sum(u for _, u in running))
@@ -487,10 +487,9 @@ class NodeState(SystemState):
         allocation mostly lies inside a pool's nodes or outside, told by one big-int AND
         each.  O(1) big-int operations (and the cores of the nodes, with sharing)."""
         full, part = resources.full, resources.part
-        outside = self._outside[i]
+        mask, outside = self._masks[i]
         if not (full & outside) and not any((outside >> n) & 1 for n in part):
             return total
-        mask = self.machine.all_nodes & ~outside
         if not (full & mask) and not any((mask >> n) & 1 for n in part):
             return 0
         return self._units(NodeCores(full & mask, {n: m for n, m in part.items() if (mask >> n) & 1}))
@@ -501,7 +500,7 @@ class NodeState(SystemState):
         units = self.held.get(alloc)
         if units is None:
             units = self.held[alloc] = [self._units(alloc.resources)]
-        while len(units) <= len(self._outside):
+        while len(units) <= len(self._masks):
             units.append(self._units_in(alloc.resources, len(units) - 1, units[0]))
         return units
 
@@ -513,7 +512,7 @@ class NodeState(SystemState):
             del self.held[alloc]
         self.units.add(start, end, sign * units[0])
         if self.pools and not self.counted:
-            self.pools, self._outside = {}, []
+            self.pools, self._masks = {}, []
         for pool, n in zip(self.pools.values(), islice(units, 1, None)):
             if n:
                 pool.add(start, end, sign * n)
