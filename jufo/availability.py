@@ -336,14 +336,9 @@ class UnionProfile(Profile):
     union grows with every ``add`` over its bucket and is dropped by a ``subtract``. The clock
     needs nothing: the bucket holding now (and its forgotten segments) is always an edge.
 
-    >>> shape = [1] * 8
     >>> from jufo.ranges import NodeCores
-    >>> class Union:  # NodeState's NodeAlgebra, in short
-    ...     def copy(self, a): return a.copy()
-    ...     def add(self, a, b): a.update(b, shape); return a
-    ...     def subtract(self, a, b): a.subtract(b, shape); return a
-    ...     def union(self, a, b): return a.union(b, shape)
-    >>> p = UnionProfile(0, NodeCores(), Union())
+    >>> from jufo.state import NodeAlgebra
+    >>> p = UnionProfile(0, NodeCores(), NodeAlgebra([1] * 8))
     >>> for i in range(64): p.add(10 * i, 10 * i + 15, NodeCores(1 << i % 8))
     >>> bin(p.union_over(0, 640).full), bin(p.union_over(300, 301).full), p.width, sorted(p.buckets)
     ('0b11111111', '0b1100000', 32, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18])

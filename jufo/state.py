@@ -463,7 +463,10 @@ class NodeState(SystemState):
         little about one queue's: on the 160,000-node benchmark it rejected none of the 66,000
         candidate times the sets rejected, this count 96 %. (The machine's own count is not
         asked again after ``_count_fit``: on KTH, 1.1 million such checks cost 5 s and saved
-        nothing.)  O(running + planned) set operations once, O(1) then."""
+        nothing. Searches begin where the machine's count fits, not this one: later begins
+        made ``_free_at`` keep more checkpoints, which every start and end then updates, and
+        EASY on that benchmark took 1.3 s longer.)  O(running + planned) set operations once,
+        O(1) then."""
         if not self.counted:
             return None
         pool = self.pools.get(eligible)
@@ -474,7 +477,7 @@ class NodeState(SystemState):
             self._masks.append((eligible, self.machine.all_nodes & ~eligible))
             now = self.now
             running = [(alloc, self._units_of(alloc)[i + 1]) for alloc in self.running]
-            pool = Changes(now, self._units_in(self.free, i, self._units(self.free)) + sum(u for _, u in running))
+            pool = Changes(now, self._units_in(self.free, i) + sum(u for _, u in running))
             for alloc, units in running:  # each holds its units until it ends
                 pool.subtract(now, alloc.end, units)
             for alloc in self.planned:
@@ -482,14 +485,15 @@ class NodeState(SystemState):
             self.pools[eligible] = pool
         return pool
 
-    def _units_in(self, resources: NodeCores, i: int, total: int) -> int:
-        """Units of ``resources`` (``total`` in all) on the nodes of the ``i``-th pool: an
-        allocation mostly lies inside a pool's nodes or outside, told by one big-int AND
-        each.  O(1) big-int operations (and the cores of the nodes, with sharing)."""
+    def _units_in(self, resources: NodeCores, i: int, total: int | None = None) -> int:
+        """Units of ``resources`` (``total`` in all, counted here if not given) on the nodes of
+        the ``i``-th pool: an allocation mostly lies inside a pool's nodes or outside, told by
+        one big-int AND each.  O(1) big-int operations (and the cores of the nodes, with
+        sharing)."""
         full, part = resources.full, resources.part
         mask, outside = self._masks[i]
         if not (full & outside) and not any((outside >> n) & 1 for n in part):
-            return total
+            return self._units(resources) if total is None else total
         if not (full & mask) and not any((mask >> n) & 1 for n in part):
             return 0
         return self._units(NodeCores(full & mask, {n: m for n, m in part.items() if (mask >> n) & 1}))

@@ -168,17 +168,10 @@ def test_union_profile_buckets_match_segments():
 
     from jufo.availability import UnionProfile
     from jufo.ranges import NodeCores
-
-    shape = [0b1111] * 40
-
-    class Union:
-        def copy(self, a): return a.copy()
-        def add(self, a, b): a.update(b, shape); return a
-        def subtract(self, a, b): a.subtract(b, shape); return a
-        def union(self, a, b): return a.union(b, shape)
+    from jufo.state import NodeAlgebra
 
     rng = random.Random(5)
-    profile, held, now, used = UnionProfile(0, NodeCores(), Union()), [], 0, 0
+    profile, held, now, used = UnionProfile(0, NodeCores(), NodeAlgebra([0b1111] * 40)), [], 0, 0
     for step in range(3000):
         roll = rng.random()
         if roll < 0.5:  # a reservation on nodes free throughout its interval

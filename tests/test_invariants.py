@@ -269,7 +269,7 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
     """The free-unit counts per eligible node set (``NodeState._pool``) agree, at every change
     point, with a count from scratch of what is free and reserved; searches that skip ahead by
     them give the same output as searches that do not; and they really skip."""
-    from jufo.availability import Changes
+    from jufo.availability import FOREVER, Changes
     from jufo.bench import Shape, generate
     from jufo.ranges import NodeCores
     from jufo.state import NodeState
@@ -305,7 +305,7 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
                 checked.append(len(found.times))
         return found
 
-    def fit(self, need, span, before=2**62, since=0):
+    def fit(self, need, span, before=FOREVER, since=0):
         t = first_fit(self, need, span, before, since)
         skips.append(t is None or t > max(since, self.now))
         return t
