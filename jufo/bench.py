@@ -41,6 +41,7 @@ class Shape:
     state: str = "NodeState"
     maxtopdogs: str = "1"
     topdogs_per_queue: str = "yes"
+    actual: int | None = None  # every job's real run time (at most its wall): early ends, compression
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -96,6 +97,8 @@ def generate(shape: Shape) -> bytes:
             "wall": str(wall), "nummachines": str(nodes), "taskspernode": str(tasks),
             "totalcores": str(nodes * tasks),
         }
+        if shape.actual is not None:
+            data["actualruntime"] = str(min(shape.actual, wall))
         if j < n_running and len(free[q]) >= nodes:
             placed, free[q] = free[q][:nodes], free[q][nodes:]
             data["state"] = "Running"
@@ -116,7 +119,11 @@ CASES: dict[str, Shape] = {
     "large": Shape(nodes=160_000, cores=48, jobs=20_000),
     "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
+    # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
+    # compression at every end, which grows much faster than the jobs (see the README)
+    **{f"early-{n}": Shape(jobs=n, running_share=0.2, maxtopdogs="all", actual=1800) for n in (400, 800, 1200)},
 }
+SERIES = ("growth", "early")  # a name that stands for all its cases, with the growth exponent
 
 
 # Runs a Python command and, at exit, writes its peak resident set (VmHWM, KiB) to a file. The
@@ -248,6 +255,19 @@ TRACE_COMMANDS = {
 }
 
 
+def bench_compression(repeat: int) -> dict:
+    """``kth-conservative-real`` against ``kth-conservative-exact``, interleaved (a slow minute
+    of the machine hits both): what compression at every early end costs. The ratio is the
+    median of the pairs' ratios."""
+    real, exact = [], []
+    for _ in range(repeat):
+        real.append(_time([sys.executable, "-m", "jufo", *TRACE_COMMANDS["kth-conservative-real"]])[0])
+        exact.append(_time([sys.executable, "-m", "jufo", *TRACE_COMMANDS["kth-conservative-exact"]])[0])
+    return {"case": "kth-compression", "jufo_s": round(statistics.median(real), 3),
+            "exact_s": round(statistics.median(exact), 3),
+            "ratio": round(statistics.median(r / e for r, e in zip(real, exact)), 2)}
+
+
 def bench_kth_predict(repeat: int) -> dict:
     """``predict`` on the whole KTH-SP2 trace as one snapshot (``swf2lml --future --exact --set
     system_state=AttributeState``, 28,481 jobs) against ``replay --exact`` of the same jobs,
@@ -294,6 +314,8 @@ def bench(name: str, shape: Shape | None, repeat: int) -> dict:
         return bench_floor(repeat)
     if name == "kth-predict":
         return bench_kth_predict(repeat)
+    if name == "kth-compression":
+        return bench_compression(repeat)
     if name == "juropa-history":
         return bench_history(repeat)
     if name in TRACE_COMMANDS:
@@ -329,12 +351,14 @@ def growth_exponent(rows: list[dict]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "juropa-history", *TRACE_COMMANDS]
+ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
+             *TRACE_COMMANDS]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m jufo.bench", description=__doc__)
-    parser.add_argument("cases", nargs="*", default=["juropa"], help=f"cases: {', '.join(ALL_CASES)}, growth")
+    parser.add_argument("cases", nargs="*", default=["juropa"],
+                        help=f"cases: {', '.join(ALL_CASES)}, {', '.join(SERIES)}")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--write", metavar="FILE", help="only write the first case's snapshot to FILE")
@@ -343,11 +367,11 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.write, "wb") as fh:
             fh.write(generate(CASES[args.cases[0]]) if args.cases[0] in CASES else trace_snapshot())
         return
-    names = [n for c in args.cases for n in (sorted((k for k in CASES if k.startswith("growth-")),
-                                                     key=lambda k: int(k.split("-")[1])) if c == "growth" else [c])]
+    names = [n for c in args.cases for n in (sorted((k for k in CASES if k.startswith(f"{c}-")),
+                                                     key=lambda k: int(k.split("-")[1])) if c in SERIES else [c])]
     unknown = [n for n in names if n not in ALL_CASES]
     if unknown:
-        parser.error(f"unknown case {unknown[0]!r}; cases: {', '.join(ALL_CASES)}, growth")
+        parser.error(f"unknown case {unknown[0]!r}; cases: {', '.join(ALL_CASES)}, {', '.join(SERIES)}")
     # time jufo as installed (pip compiles it to bytecode): where PYTHONDONTWRITEBYTECODE is
     # set, each run would otherwise compile its 10,000 lines first (0.13 s here)
     compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
@@ -366,6 +390,9 @@ def main(argv: list[str] | None = None) -> None:
         elif name == "kth-floor":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  minimal EASY simulator {row['floor_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.1f}  (kth-easy-real)")
+        elif name == "kth-compression":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  exact run times {row['exact_s']:6.3f} s  "
+                  f"ratio {row['ratio']:5.2f}  (conservative, the whole trace, interleaved)")
         elif name == "kth-predict":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  replay --exact {row['replay_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (the KTH trace as one snapshot)")
@@ -375,9 +402,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  parse+write {row['parse_write_s']:6.3f} s  "
                   f"ratio {row['ratio']:6.1f}  peak {row['peak_mib']:6d} MiB  ({row['jobs']} jobs, "
                   f"{row['nodes']} nodes, {row['file_mb']} MB)")
-    growth = [r for r in rows if r["case"].startswith("growth-")]
-    if len(growth) >= 2:
-        print(f"growth exponent (time ~ jobs^k): k = {growth_exponent(growth):.2f}")
+    for series in SERIES:
+        growth = [r for r in rows if r["case"].startswith(f"{series}-")]
+        if len(growth) >= 2:
+            print(f"{series} exponent (time ~ jobs^k): k = {growth_exponent(growth):.2f}")
     by_case = {r["case"]: r for r in rows}
     for slow, fast, what in (("juropa-conservative", "juropa", "conservative / EASY on the JUROPA-size snapshot"),
                              ("large-conservative", "large", "conservative / EASY on the 160,000-node snapshot"),

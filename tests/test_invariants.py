@@ -236,6 +236,19 @@ def test_a_job_passed_over_while_its_group_was_full_gets_the_slot_freed_later_in
     assert {j.id: j.start for j in forecast.jobs if not j.running} == {"t": 100, "h": 500, "a": 600}
 
 
+def test_bench_shape_actual_ends_jobs_early():
+    """``Shape(actual=...)`` gives every job that real run time, at most its wall: the
+    benchmark's and these tests' early ends."""
+    from jufo.bench import Shape, generate
+    from jufo.lml import parse
+
+    jobs = [o.data for o in parse(generate(Shape(nodes=40, jobs=60, actual=3600))).of_type("job")]
+    assert len(jobs) == 60
+    assert all(int(d["actualruntime"]) == min(3600, int(d["wall"])) for d in jobs)
+    assert any(int(d["wall"]) < 3600 for d in jobs) and any(int(d["wall"]) > 3600 for d in jobs)
+    assert all("actualruntime" not in o.data for o in parse(generate(Shape(nodes=40, jobs=60))).of_type("job"))
+
+
 @pytest.mark.parametrize("sharing, early", [("no", False), ("yes", False), ("no", True)])
 def test_reach_changes_nothing(sharing, early, monkeypatch):
     """Conservative backfilling on a JUROPA-like snapshot (two queues on their own nodes, 400
@@ -244,9 +257,8 @@ def test_reach_changes_nothing(sharing, early, monkeypatch):
     from jufo.bench import Shape, generate
     from jufo.state import Reach
 
-    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing))
-    if early:  # jobs end before their wall: compression, and reach cleared at every end
-        raw = raw.replace(b'<data key="wall" value="', b'<data key="actualruntime" value="1800"/><data key="wall" value="')
+    # early: jobs end before their wall, so compression, and reach cleared at every end
+    raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing, actual=1800 if early else None))
     settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}
     hits = []
     start = Reach.start
@@ -275,9 +287,7 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
     from jufo.state import NodeState
 
     raw = generate(Shape(nodes=150 if early else 300, jobs=200 if early else 400, running_share=0.2,
-                         node_sharing=sharing))  # (early ends: smaller, compression is slow to recount)
-    if early:
-        raw = raw.replace(b'<data key="wall" value="', b'<data key="actualruntime" value="1800"/><data key="wall" value="')
+                         node_sharing=sharing, actual=1800 if early else None))  # (early: smaller, slow to recount)
     settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}
     pool_of, first_fit = NodeState._pool, Changes.first_fit
     checked, skips, calls = [], [], []
