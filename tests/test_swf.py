@@ -92,7 +92,7 @@ def test_replay_small_trace(trace_file):
 
 def test_early_completion_moves_the_top_dog_forward(jufo):
     """A running job that ends before its wall frees its cores early; the top dog's
-    reservation is made again and it starts then, not at the planned time."""
+    reservation moves to the earlier slot and it starts then, not at the planned time."""
     jobs = {"r": running(4, ends_in=100, wall=100, actualruntime=60), "big": waiting(4, 10)}
     run = jufo(snapshot(jobs))  # r started at T0 with a wall of 100 s and really runs 60 s
     assert run.jobs["r"]["jufo_endtime"] == "01/10/12-12:01:00"
