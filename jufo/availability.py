@@ -146,6 +146,37 @@ class Changes:
         return first_fit(zip(chain((now,), islice(self.times, i, None)), values), need, span, before)
 
 
+    def fits(self, need: int, span: int, before: int = FOREVER, since: int = 0) -> Iterator[tuple[int, int]]:
+        """Every ``t`` that ``first_fit`` could answer, as closed intervals ``(first, last)``
+        in ascending order: ``first_fit(need, span, before, t)`` is ``t`` inside one, else the
+        next interval's ``first``. For a search that asks at many rising times: one scan in
+        all, instead of one per time.  O(changes from ``since``) for all of them.
+
+        >>> c = Changes(0, 5); c.subtract(0, 4, 2); c.subtract(4, 6, 3); c.subtract(10, 12, 4)
+        >>> list(c.fits(3, 3, before=20)), list(c.fits(3, 3, before=11)), list(c.fits(2, 1, 20, since=5))
+        ([(0, 1), (6, 7), (12, 19)], [(0, 1), (6, 7)], [(5, 9), (12, 19)])
+        >>> list(c.fits(3, 3))[-1] == (12, FOREVER)  # the last run never ends
+        True
+        """
+        now = max(self.now, since)
+        i = bisect_right(self.times, now)
+        value = self.value + sum(self.deltas[:i])
+        start = now if value >= need else None  # the run of enough that holds the scan
+        for t, d in zip(islice(self.times, i, None), islice(self.deltas, i, None)):
+            if t >= before:
+                break
+            value += d
+            if value >= need:
+                if start is None:
+                    start = t
+            elif start is not None:
+                if t - start >= span:
+                    yield start, t - span
+                start = None
+        if start is not None and start < before:
+            yield start, (before - 1 if before < FOREVER else FOREVER)
+
+
 class Profile:
     """A resource value as a step function of time, from the simulated now on.
 
@@ -295,36 +326,48 @@ class Window:
         self.back_total: Any = None
 
     def over(self, t: int, end: int) -> Any:
-        times, values, combine = self.times, self.values, self.combine
-        end = max(end, t + 1)
-        if self.next < len(times) and times[self.next] <= t:
+        """The combination over ``[t, max(end, t+1))``.  Amortised O(1) combinations per
+        segment passed (each enters the back once and the front once), in locals: a
+        compression search asks this at every time it tries."""
+        times, combine = self.times, self.combine
+        n = len(times)
+        if end <= t:
+            end = t + 1
+        nxt = self.next
+        if nxt < n and times[nxt] <= t:
             # every segment held ends by t (a caller skipped ahead): start afresh at t's
             # segment instead of combining the skipped ones
-            self.first = self.next = bisect_right(times, t) - 1
-            self.front, self.back, self.back_total = [], [], None
-        while self.next < len(times) and times[self.next] < end:
-            value = values[self.next]
-            self.back.append(value)
-            self.back_total = value if self.back_total is None else combine(self.back_total, value)
-            self.next += 1
-        # drop segments that end at or before t
-        while self.first + 1 < len(times) and times[self.first + 1] <= t and self.first + 1 < self.next:
-            if not self.front:
-                self._refill()
-            self.front.pop()
-            self.first += 1
-        if not self.front:
-            self._refill()
-        if self.back_total is None:
-            return self.front[-1]
-        return combine(self.front[-1], self.back_total)
+            first = nxt = bisect_right(times, t) - 1
+            front: list[Any] = []
+            back: list[Any] = []
+            total = None
+        else:
+            first, front, back, total = self.first, self.front, self.back, self.back_total
+        if nxt < n and times[nxt] < end:
+            values = self.values
+            while nxt < n and times[nxt] < end:
+                value = values[nxt]
+                back.append(value)
+                total = value if total is None else combine(total, value)
+                nxt += 1
+        # drop segments that end at or before t; the front empties: the back turns into it
+        while first + 1 < nxt and times[first + 1] <= t:
+            if not front:
+                front, back, total = self._refill(back), [], None
+            front.pop()
+            first += 1
+        if not front:
+            front, back, total = self._refill(back), [], None
+        self.first, self.next, self.front, self.back, self.back_total = first, nxt, front, back, total
+        return front[-1] if total is None else combine(front[-1], total)
 
-    def _refill(self) -> None:
-        total = None
-        for value in reversed(self.back):
-            total = value if total is None else self.combine(value, total)
-            self.front.append(total)
-        self.back, self.back_total = [], None
+    def _refill(self, back: list[Any]) -> list[Any]:
+        """The front made from ``back``: each segment combined with all newer ones."""
+        front, acc, combine = [], None, self.combine
+        for value in reversed(back):
+            acc = value if acc is None else combine(value, acc)
+            front.append(acc)
+        return front
 
 
 class UnionProfile(Profile):

@@ -31,6 +31,8 @@ from .availability import FOREVER, Changes, Counts, Profile, UnionProfile
 from .queue import Queue, QueueLimits, peak
 from .ranges import NodeCores, bits_of, first_run, lowest
 
+NEVER = float("inf")  # past every time a search could try (FOREVER included)
+
 
 @dataclass(eq=False, slots=True)
 class Allocation:
@@ -327,6 +329,10 @@ class NodeAlgebra:
         return a
 
     def union(self, a: NodeCores, b: NodeCores) -> NodeCores:
+        """A new ``a ∪ b``; whole nodes only (the usual reserved segment): one big-int OR
+        here, without a further call (sliding windows unite millions)."""
+        if not a.part and not b.part:
+            return NodeCores(a.full | b.full)
         return a.union(b, self.shape)
 
 
@@ -546,25 +552,27 @@ class NodeState(SystemState):
             after_over = self.reserved.window(self.algebra.union).over if own is not None else over
         stop = own.start if own is not None else FOREVER
         # candidates: running jobs' ends, and the reserved profile's breakpoints (the ends of
-        # planned allocations, and their starts, which can never be the first fit: harmless)
+        # planned allocations, and their starts, which can never be the first fit: harmless),
+        # merged by hand (two cursors: no heap, no tuple per candidate)
         until = job.switches_until if self.machine.has_switches else None
+        lapse = until if until is not None and until > begin else NEVER  # the switch ask lapses
         times = self.reserved.times
-        ends = merge(
-            ((a.end, a.seq, a) for a in self.running.irange_key(min_key=(begin + 1, -1))),
-            ((times[i], -1, None) for i in range(bisect_right(times, begin), len(times))),
-            [(until, -1, None)] if until is not None and until > begin else [],  # the switch ask lapses
-        )
-        t = begin
-        pending = next(ends, None)
+        releases = self.running.irange_key(min_key=(begin + 1, -1))
+        release = next(releases, None)
+        release_at = release.end if release is not None else NEVER
+        # the times where the counts fit (``Changes.fits``): the sets fit nowhere else
+        fits = pool.fits(need, span, stop, begin) if pool is not None else None
+        run = next(fits, None) if fits is not None else None
+        t, i = begin, 0
         while True:
             if (horizon is not None and t > horizon) or (self.deadline is not None and t + wall > self.deadline):
                 return None
             if t >= stop:
                 return None
-            while pending is not None and pending[0] <= t:
-                if pending[2] is not None:  # a running job's resources come back
-                    base.update(pending[2].resources, shape)
-                pending = next(ends, None)
+            while release_at <= t:  # a running job's resources come back
+                base.update(release.resources, shape)
+                release = next(releases, None)
+                release_at = release.end if release is not None else NEVER
             if allowed is not None:
                 later = allowed(t)
                 if later is None or (horizon is not None and later > horizon) or (
@@ -573,12 +581,13 @@ class NodeState(SystemState):
                 if later > t:  # take in what is released by then, and try there
                     t = later
                     continue
-            if pool is not None:  # the next time the counts fit: the sets fit nowhere before it
-                fit = pool.first_fit(need, span, stop, t)
-                if fit is None:
+            if fits is not None:  # the next time the counts fit
+                while run is not None and run[1] < t:
+                    run = next(fits, None)
+                if run is None:
                     return None
-                if fit > t:
-                    t = fit
+                if run[0] > t:
+                    t = run[0]
                     continue
             # quick count first: nodes the queue may use with a free core (whole nodes suffice
             # to count when nothing is partly used)
@@ -591,9 +600,10 @@ class NodeState(SystemState):
                 found = self._choose(job, t, t + wall, base.difference(blocked, shape) if blocked else base)
                 if found is not None:
                     return t, found
-            if pending is None:
+            i = bisect_right(times, t, i)
+            t = min(release_at, times[i] if i < len(times) else NEVER, lapse if lapse > t else NEVER)
+            if t == NEVER:
                 return None
-            t = pending[0]
 
     # nodes from which a search unites reserved sets per time bucket (``UnionProfile.union_over``)
     # instead of sliding a window over the segments: a union costs a few microseconds there,

@@ -62,6 +62,12 @@ def test_changes_agree_with_the_profile(seed):
         copy.advance(since)
         expected = copy.first_fit(need, span, before)
         assert changes.first_fit(need, span, before, since) == expected, (need, span, before, since)
+        # ``fits`` lists every answer at once: at each later t, the first_fit from t
+        runs = list(changes.fits(need, span, before, since))
+        assert all(a <= b for a, b in runs) and all(b < c for (_, b), (c, _) in zip(runs, runs[1:]))
+        for t in range(since, since + 80):
+            want = changes.first_fit(need, span, before, t)
+            assert next((max(a, t) for a, b in runs if b >= t), None) == want, (need, span, before, since, t)
 
 
 @pytest.mark.parametrize("seed", range(100))
