@@ -293,9 +293,10 @@ class Profile:
                 return None
         return first_fit(zip(self.times, self.values), need, span, before)
 
-    def window(self, combine: Callable[[Any, Any], Any]) -> Window:
-        """A sliding window over this profile (valid until the profile changes)."""
-        return Window(self.times, self.values, combine)
+    def window(self, combine: Callable[[Any, Any], Any], read: Callable[[Any], Any] | None = None) -> Window:
+        """A sliding window over this profile (valid until the profile changes), over
+        ``read(value)`` of each segment if given."""
+        return Window(self.times, self.values, combine, read)
 
     def windows(self, start: int, duration: int, combine: Callable[[Any, Any], Any]) -> Iterator[tuple[int, Any]]:
         """``(t, combination over [t, t+duration))`` for ``t = start`` and every later
@@ -314,11 +315,23 @@ class Profile:
 class Window:
     """Combination of the segments overlapping ``[t, end)``, for rising ``t`` and ``end``.
 
-    A zero-length window is the instant ``t``. Queries must not move backwards.
+    A zero-length window is the instant ``t``. Queries must not move backwards. With ``read``,
+    the window combines ``read(value)`` of each segment: NodeState's whole-node sets as their
+    bits, so that ``combine`` can be ``operator.or_``, a C call (KTH conservative with node
+    sets: 9.6 million unions).
+
+    >>> import operator
+    >>> w = Window([0, 10, 20], [{1}, {2}, {3}], operator.or_)
+    >>> w.over(0, 15), w.over(12, 25), w.over(25, 25)
+    ({1, 2}, {2, 3}, {3})
+    >>> w = Window([0, 10, 20], [[0b01], [0b10], [0b100]], operator.or_, operator.itemgetter(0))
+    >>> w.over(0, 15), w.over(12, 25)
+    (3, 6)
     """
 
-    def __init__(self, times: list[int], values: list[Any], combine: Callable[[Any, Any], Any]) -> None:
-        self.times, self.values, self.combine = times, values, combine
+    def __init__(self, times: list[int], values: list[Any], combine: Callable[[Any, Any], Any],
+                 read: Callable[[Any], Any] | None = None) -> None:
+        self.times, self.values, self.combine, self.read = times, values, combine, read
         self.first = 0  # oldest segment in the window
         self.next = 0  # first segment not yet in the window
         self.front: list[Any] = []  # combinations of the oldest segments; top = oldest alone onward
@@ -344,9 +357,9 @@ class Window:
         else:
             first, front, back, total = self.first, self.front, self.back, self.back_total
         if nxt < n and times[nxt] < end:
-            values = self.values
+            values, read = self.values, self.read
             while nxt < n and times[nxt] < end:
-                value = values[nxt]
+                value = values[nxt] if read is None else read(values[nxt])
                 back.append(value)
                 total = value if total is None else combine(total, value)
                 nxt += 1

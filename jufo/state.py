@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from heapq import merge
 from itertools import islice
 from math import isqrt
+from operator import attrgetter, or_
 from typing import Any
 
 from sortedcontainers import SortedKeyList
@@ -360,6 +361,7 @@ class NodeState(SystemState):
         self.checkpoints: tuple[list[tuple[int, int]], list[NodeCores]] = ([], [])
         self.overlapped = False  # two running allocations share a core: no checkpoints
         self.planned: SortedKeyList = SortedKeyList(key=lambda a: (a.start, a.seq))
+        self.whole_reserved = True  # no reservation so far holds part of a node: windows unite bits
         self.ghosts: dict[Allocation, Allocation] = {}  # running allocation → its reservation, still reserved
         # free units over time (whole nodes, or cores with sharing): a count that any fit
         # needs, so searches can skip what cannot fit by count (see ``_count_fit``)
@@ -545,8 +547,13 @@ class NodeState(SystemState):
         eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
         pool, need, span = self._pool(eligible), self._need(job), max(wall, 1)
         base = self._free_at(begin)
+        whole = False  # the windows give bits (every reservation holds whole nodes) or sets
         if own is None and len(self.machine.nodes) >= self.BUCKETED:
             over = after_over = self.reserved.union_over
+        elif self.whole_reserved:
+            whole, bits = True, attrgetter("full")
+            over = self.reserved.window(or_, bits).over
+            after_over = self.reserved.window(or_, bits).over if own is not None else over
         else:
             over = self.reserved.window(self.algebra.union).over
             after_over = self.reserved.window(self.algebra.union).over if own is not None else over
@@ -594,10 +601,17 @@ class NodeState(SystemState):
             enough = (base.full & eligible).bit_count() >= k if not base.part else base.node_count() >= k
             if enough and not self._limited(job, t):
                 blocked = over(t, min(t + wall, stop))
-                if t + wall > stop:  # the window reaches into the reservation's own time
-                    others = after_over(stop, t + wall).difference(own.resources, shape)
-                    blocked = blocked.union(others, shape) if blocked else others
-                found = self._choose(job, t, t + wall, base.difference(blocked, shape) if blocked else base)
+                if whole:
+                    if t + wall > stop:  # the window reaches into the reservation's own time
+                        blocked |= after_over(stop, t + wall) & ~own.resources.full
+                    avail = base if not blocked else NodeCores(base.full & ~blocked) if not base.part else \
+                        base.difference(NodeCores(blocked), shape)
+                else:
+                    if t + wall > stop:
+                        others = after_over(stop, t + wall).difference(own.resources, shape)
+                        blocked = blocked.union(others, shape) if blocked else others
+                    avail = base.difference(blocked, shape) if blocked else base
+                found = self._choose(job, t, t + wall, avail)
                 if found is not None:
                     return t, found
             i = bisect_right(times, t, i)
@@ -886,6 +900,8 @@ class NodeState(SystemState):
             kept.update(alloc.resources, self.machine.shape)
 
     def plan(self, alloc: Allocation) -> None:
+        if alloc.resources.part:
+            self.whole_reserved = False
         if alloc.job is None and self.counted and alloc.end > alloc.start:
             # an advance reservation (or a confined state's edge) may overlap running jobs
             # or other reservations, as the input says: then the counts would be too low

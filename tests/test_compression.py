@@ -133,3 +133,69 @@ def test_a_refused_job_gets_its_look_when_the_top_dog_moves_to_now_and_starts():
     got = {j.id: (j.start, j.topdog) for j in forecast.jobs}
     assert got == {"A": (0, False), "T": (10, True), "B": (60, False)}
     assert {j.id: t for j, t in forecast.simulation.promised.items()} == {"T": 100}
+
+
+def node_compression(seed: int) -> int:
+    """NodeState's search for an earlier slot reads its own nodes as free from its start on; where
+    every reservation holds whole nodes its windows unite bits, else sets. All three ways (bits,
+    sets, and dropping the reservation to search afresh) find the same slot on the same nodes.
+    Returns how many reservations moved."""
+    from jufo.job import Job
+    from jufo.node import Machine, Node
+    from jufo.state import Allocation, NodeState, SystemState
+
+    rng = random.Random(seed)
+    cores = rng.choice([1, 4])
+    machine = Machine([Node(i, f"n{i}", f"n{i}", cores, None) for i in range(rng.randint(2, 10))])
+    state = NodeState(machine, {}, sharing=rng.random() < 0.5)
+    tick = rng.choice([1, 60])
+
+    def job(name: str) -> Job:
+        nodes = rng.randint(1, len(machine.nodes))
+        per_node = rng.randint(1, cores)
+        return Job(name, 0, {}, "Idle", wall=tick * rng.randint(1, 40), nodes=nodes,
+                   cores_per_node=per_node, total_cores=nodes * per_node)
+
+    running = []
+    for i in range(rng.randint(1, 6)):
+        j = job(f"r{i}")
+        where = state.is_insertable(j)
+        if where is not None:
+            running.append((Allocation(0, j.wall, where, j.total_cores, "", "", None), tick * rng.randint(0, 10)))
+            state.insert(running[-1][0])
+    planned = []
+    for i in range(rng.randint(1, 25)):
+        j = job(f"j{i}")
+        t, where = state.earliest(j)
+        planned.append((j, Allocation(t, t + j.wall, where, j.total_cores, "", "", j)))
+        state.plan(planned[-1][1])
+    now = tick * rng.randint(0, 8)
+    state.advance(now)
+    for alloc, actual in running:
+        if actual <= now < alloc.end:
+            state.finish(alloc)
+    moved = 0
+    for j, alloc in planned:
+        if alloc.start <= now:
+            continue
+        whole = state.whole_reserved
+        bits = state.earlier(j, alloc)
+        state.whole_reserved = False
+        sets = state.earlier(j, alloc)
+        state.whole_reserved = whole
+        afresh = SystemState.earlier(state, j, alloc)
+        assert bits == sets == afresh, (j.id, bits, sets, afresh)
+        if bits is not None:
+            state.replan(alloc, *bits)
+            moved += 1
+    return moved
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_node_compression_bits_sets_and_replan_agree(seed):
+    node_compression(seed)
+
+
+def test_node_compression_cases_move_jobs():
+    moved = sum(bool(node_compression(seed)) for seed in range(150))
+    assert moved >= 30, f"only {moved} of 150 cases move a reservation: they test little"
