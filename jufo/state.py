@@ -570,14 +570,20 @@ class NodeState(SystemState):
         # the times where the counts fit (``Changes.fits``): the sets fit nowhere else
         fits = pool.fits(need, span, stop, begin) if pool is not None else None
         run = next(fits, None) if fits is not None else None
+        # the last time to try: before the reservation's own start, by the horizon, and (in a
+        # reservation's own state) ending by its end
+        last = min(stop - 1, NEVER if horizon is None else horizon,
+                   NEVER if self.deadline is None else self.deadline - wall)
+        limited = self.limits.active
         t, i = begin, 0
         while True:
-            if (horizon is not None and t > horizon) or (self.deadline is not None and t + wall > self.deadline):
-                return None
-            if t >= stop:
+            if t > last:
                 return None
             while release_at <= t:  # a running job's resources come back
-                base.update(release.resources, shape)
+                if base.part or release.resources.part:
+                    base.update(release.resources, shape)
+                else:
+                    base.full |= release.resources.full
                 release = next(releases, None)
                 release_at = release.end if release is not None else NEVER
             if allowed is not None:
@@ -599,19 +605,23 @@ class NodeState(SystemState):
             # quick count first: nodes the queue may use with a free core (whole nodes suffice
             # to count when nothing is partly used)
             enough = (base.full & eligible).bit_count() >= k if not base.part else base.node_count() >= k
-            if enough and not self._limited(job, t):
+            if enough and not (limited and self._limited(job, t)):
                 blocked = over(t, min(t + wall, stop))
                 if whole:
                     if t + wall > stop:  # the window reaches into the reservation's own time
                         blocked |= after_over(stop, t + wall) & ~own.resources.full
-                    avail = base if not blocked else NodeCores(base.full & ~blocked) if not base.part else \
-                        base.difference(NodeCores(blocked), shape)
+                    if not base.part:  # too few eligible nodes left: no need to choose
+                        free = base.full & ~blocked
+                        found = self._choose(job, t, t + wall, NodeCores(free)) \
+                            if (free & eligible).bit_count() >= k else None
+                    else:
+                        found = self._choose(job, t, t + wall,
+                                             base.difference(NodeCores(blocked), shape) if blocked else base)
                 else:
                     if t + wall > stop:
                         others = after_over(stop, t + wall).difference(own.resources, shape)
                         blocked = blocked.union(others, shape) if blocked else others
-                    avail = base.difference(blocked, shape) if blocked else base
-                found = self._choose(job, t, t + wall, avail)
+                    found = self._choose(job, t, t + wall, base.difference(blocked, shape) if blocked else base)
                 if found is not None:
                     return t, found
             i = bisect_right(times, t, i)
