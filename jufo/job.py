@@ -257,8 +257,16 @@ class JobReader:
         self.problems.append(f"{obj.label}: {text}")
 
     def _whole(self, job: Job, obj: LmlObject, key: str, positive: bool = True, seconds: bool = False) -> int | None:
+        """``key`` as a whole number (``seconds``: a duration), None if absent or blank; a
+        bad one makes the job BadInput (a duration only: None)."""
         raw = obj.data.get(key)
-        if raw is None or raw.strip() == "":
+        if raw is None:
+            return None
+        if raw.isdigit() and raw.isascii() and len(raw) <= 9:  # the usual spelling, in every bound
+            value = int(raw)
+            if value or not positive:
+                return value
+        elif raw.strip() == "":
             return None
         try:
             value = parse_seconds(raw) if seconds else _int(raw)

@@ -26,6 +26,22 @@ def test_wall_in_clock_form(jufo):
     assert run.jobs["a"]["jufo_endtime"] == "01/10/12-12:01:30"
 
 
+def test_size_spellings(jufo):
+    """Counts read as plain digits, padded, or ``4.000`` alike; zero, negative or words make the
+    job BadInput naming the key and value; a wall of 0 s is allowed (it ends at once)."""
+    jobs = {"plain": waiting(2, 60, nodes="2"), "padded": waiting(" 2 ", 60, nodes=" 2"),
+            "decimal": waiting("2.000", "60", nodes="2.000"), "zero": waiting(2, 60, nodes="0"),
+            "negative": waiting("-2", 60), "word": waiting(2, 60, nodes="two"), "instant": waiting(1, "0")}
+    run = jufo(snapshot(jobs, nodes={"n1": 4, "n2": 4}))
+    # each 2 nodes x 2 cores: two fill the two 4-core nodes, the third waits for them
+    assert [run.start(name) for name in ("plain", "padded", "decimal")] == [0, 0, 60]
+    assert run.jobs["zero"]["jufo_reason"] == "BadInput: nummachines: nummachines='0' is not a positive whole number"
+    assert run.jobs["negative"]["jufo_reason"] == \
+        "BadInput: taskspernode: taskspernode='-2' is not a positive whole number"
+    assert run.jobs["word"]["jufo_reason"].startswith("BadInput: nummachines: nummachines='two'")
+    assert run.jobs["instant"].get("jufo_endtime") == run.jobs["instant"].get("jufo_starttime")
+
+
 def test_other_states_not_scheduled(jufo):
     run = jufo(snapshot({"a": {**waiting(1, 10), "state": "Completed"}}))
     assert run.jobs["a"]["jufo_reason"].startswith("NotQueued: state 'Completed'")
