@@ -145,7 +145,6 @@ class Changes:
         values = accumulate(islice(self.deltas, i, None), initial=self.value + sum(self.deltas[:i]))
         return first_fit(zip(chain((now,), islice(self.times, i, None)), values), need, span, before)
 
-
     def fits(self, need: int, span: int, before: int = FOREVER, since: int = 0) -> Iterator[tuple[int, int]]:
         """Every ``t`` that ``first_fit`` could answer, as closed intervals ``(first, last)``
         in ascending order: ``first_fit(need, span, before, t)`` is ``t`` inside one, else the

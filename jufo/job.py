@@ -257,8 +257,8 @@ class JobReader:
         self.problems.append(f"{obj.label}: {text}")
 
     def _whole(self, job: Job, obj: LmlObject, key: str, positive: bool = True, seconds: bool = False) -> int | None:
-        """``key`` as a whole number (``seconds``: a duration), None if absent or blank; a
-        bad one makes the job BadInput (a duration only: None)."""
+        """``key`` as a whole number (``seconds``: a duration), None if absent or blank. A bad
+        count makes the job BadInput; a bad duration gives None, and the caller says why."""
         raw = obj.data.get(key)
         if raw is None:
             return None
