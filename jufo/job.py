@@ -21,7 +21,7 @@ from .errors import Report
 from .lml import LmlObject
 from .node import name_pairs, parse_memory
 from .slurm import Meaning, classify, state_of
-from .values import MAX_COUNT, MAX_SECONDS, whole
+from .values import MAX_COUNT, MAX_SECONDS, plain_digits, whole
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
@@ -262,7 +262,7 @@ class JobReader:
         raw = obj.data.get(key)
         if raw is None:
             return None
-        if raw.isdigit() and raw.isascii() and len(raw) <= 9:  # the usual spelling, in every bound
+        if plain_digits(raw) and len(raw) <= 9:  # the usual spelling, and below every bound
             value = int(raw)
             if value or not positive:
                 return value

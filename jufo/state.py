@@ -330,10 +330,6 @@ class NodeAlgebra:
         return a
 
     def union(self, a: NodeCores, b: NodeCores) -> NodeCores:
-        """A new ``a ∪ b``; whole nodes only (the usual reserved segment): one big-int OR
-        here, without a further call (sliding windows unite millions)."""
-        if not a.part and not b.part:
-            return NodeCores(a.full | b.full)
         return a.union(b, self.shape)
 
 
