@@ -281,7 +281,8 @@ class Profile:
 
         Compression asks this of every reservation in turn, and most move nowhere; the usual
         no is found from the end: where the segments just before ``before`` lack ``need``, no
-        run reaches it, and one lasting ``span`` must end where they begin.
+        run reaches it, and one lasting ``span`` must end where they begin. (AttributeState's
+        compression inlines this method: keep the two alike.)
         """
         if before < FOREVER:
             times, values = self.times, self.values

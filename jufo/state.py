@@ -15,11 +15,11 @@ such ``t`` is always now or a release time (availability only grows there), so
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from heapq import merge
-from itertools import islice
+from itertools import accumulate, islice
 from math import isqrt
 from operator import attrgetter, or_
 from typing import Any
@@ -28,7 +28,7 @@ from sortedcontainers import SortedKeyList
 
 from .job import Job
 from .node import Machine
-from .availability import FOREVER, Changes, Counts, Profile, UnionProfile
+from .availability import FOREVER, Changes, Counts, Profile, UnionProfile, first_fit
 from .queue import Queue, QueueLimits, peak
 from .ranges import NodeCores, bits_of, first_run, lowest
 
@@ -993,30 +993,43 @@ class AttributeState(SystemState):
                  rule: Callable[[Job], Callable[[int], int | None] | None] | None = None
                  ) -> Iterator[tuple[Job, Allocation]]:
         """Without limits, start rules or a deadline, each reservation asks the profile
-        directly (``earlier`` would check those for each): compression asks this of every
-        reservation at every early end, and most cannot move (KTH conservative: 0.17 s of 4).
-        O(segments before each reservation's start) per reservation."""
+        directly (``earlier`` would check those for each). Compression asks this of every
+        reservation at every early end (KTH conservative: 298,000 times), and most cannot
+        move, so ``Profile.first_fit``'s quick no from the reservation's start backwards is
+        inlined here, without a call. O(segments before each reservation's start)."""
         if rule is not None or self.limits.active or self.deadline is not None:
             yield from super().compress(planned, horizon, rule)
             return
-        first_fit = self.profile.first_fit
+        profile = self.profile
+        times, values = profile.times, profile.values  # changed in place, never replaced
         for job, alloc in planned:
-            t = first_fit(job.total_cores, max(job.wall, 1), alloc.start)
+            need, start = job.total_cores, alloc.start
+            last = j = bisect_left(times, start) - 1
+            while j >= 0 and values[j] < need:
+                j -= 1
+            if j < 0:
+                continue
+            span = max(job.wall, 1)
+            if j < last and times[j + 1] - times[0] < span:
+                continue
+            t = first_fit(zip(times, values), need, span, start)  # the scan of Profile.first_fit
             if t is not None and (horizon is None or t <= horizon):
-                yield job, self.replan(alloc, t, job.total_cores)
+                yield job, self.replan(alloc, t, need)
 
     def replan(self, alloc: Allocation, start: int, resources: int) -> Allocation:
         """Without limits, one change of the profile where the old and new intervals differ
-        (a move by less than the wall leaves their overlap alone).  O(segments changed)."""
+        (a move by less than the wall leaves their overlap alone), and no calls to unplan and
+        plan, whose limit bookkeeping has nothing to do.  O(segments changed)."""
         if self.limits.active or start > alloc.start:
             return super().replan(alloc, start, resources)
         moved = alloc.moved(start, resources)
-        SystemState.unplan(self, alloc)
-        SystemState.plan(self, moved)
-        self.profile.merge = True
-        self.profile.subtract(start, min(alloc.start, moved.end), resources)
-        self.profile.add(max(alloc.start, moved.end, self.now), alloc.end, alloc.resources)
         moved.home = self
+        self._number(moved)  # what unplan and plan do besides limits, which are inactive here
+        self.reach.clear()
+        profile = self.profile
+        profile.merge = True
+        profile.subtract(start, min(alloc.start, moved.end), resources)
+        profile.add(max(alloc.start, moved.end, self.now), alloc.end, alloc.resources)
         return moved
 
     def _in_bounds(self, t: int | None, job: Job, horizon: int | None) -> bool:
