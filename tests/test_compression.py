@@ -180,6 +180,7 @@ def node_compression(seed: int) -> int:
             continue
         whole = state.whole_reserved
         bits = state.earlier(j, alloc)
+        alloc.looked = -1  # a second look with nothing given back since would stop at once
         state.whole_reserved = False
         sets = state.earlier(j, alloc)
         state.whole_reserved = whole
@@ -199,3 +200,23 @@ def test_node_compression_bits_sets_and_replan_agree(seed):
 def test_node_compression_cases_move_jobs():
     moved = sum(bool(node_compression(seed)) for seed in range(150))
     assert moved >= 30, f"only {moved} of 150 cases move a reservation: they test little"
+
+
+def node_schedule(seed: int, settings: dict) -> dict:
+    snap, config = prepare(lml.parse(case(seed)), Report(quiet=True), settings)
+    forecast = simulate(snap, config, Report(quiet=True))
+    return {j.id: (j.start, repr(j.resources)) for j in forecast.jobs}
+
+
+@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("topdogs", ["all", "2"])
+def test_node_compression_looks_only_where_something_came_back(seed, topdogs, monkeypatch):
+    """After a look for an earlier slot that found nothing, NodeState's next look stops where
+    the last interval given back since then ends (``Freed``). Whole runs with early ends give
+    the same starts on the same nodes with that bound and without it."""
+    from jufo.state import NEVER, Freed
+
+    settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": topdogs, "system_state": "NodeState"}
+    bounded = node_schedule(seed, settings)
+    monkeypatch.setattr(Freed, "bound", lambda self, mark, reach, now: NEVER)
+    assert node_schedule(seed, settings) == bounded
