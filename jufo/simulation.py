@@ -422,6 +422,7 @@ class Backfilling(Simulation):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reserved: dict[Job, Allocation] = {}
+        self.in_order = True  # static priorities: ``reserved`` iterates in priority order (see ``_compress``)
         self._starts: list[tuple[int, int, Job, Allocation]] = []  # reservations by start; moved ones linger
         self._pushed = 0
         self.promised: dict[Job, int] = {}  # each top dog's first reservation: it never starts later
@@ -598,7 +599,7 @@ class Backfilling(Simulation):
         self.ended_early = False
         if not reserved:
             return
-        order = self.waiting.sort(reserved, now) if len(reserved) > 1 else reserved  # (EASY: one)
+        order = reserved if len(reserved) == 1 or self.in_order else self._ordered(now)
         planned = [(job, alloc) for job in order if (alloc := reserved[job]).start > now]  # the others start now
         rule = None if self.rules is None else self.start_rule
         if not self.state_of:  # no job bound to an advance reservation: all are the machine's
@@ -612,6 +613,20 @@ class Backfilling(Simulation):
             if moved.start > now:  # one that begins now is due in this very pass (``due``)
                 push(moved.start, wake, moved)
 
+    def _ordered(self, now: int) -> list[Job]:
+        """The jobs holding reservations in priority order. With static priorities the dict is
+        put in that order, and it stays so while reservations come in order (with queue-date
+        priorities, new jobs come last): then compression need not sort at every early end.
+        O(r log r)."""
+        order = self.waiting.sort(self.reserved, now)
+        if self.waiting.static:
+            reserved = self.reserved
+            items = [(job, reserved[job]) for job in order]
+            reserved.clear()
+            reserved.update(items)
+            self.in_order = True
+        return order
+
     def group(self, job: Job) -> str | None:
         return job.queue if self.policy.topdogs_per_queue else None
 
@@ -624,7 +639,10 @@ class Backfilling(Simulation):
         alloc = Allocation(t, t + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         home.plan(alloc)
         alloc.home = home
-        self.reserved[job] = alloc
+        reserved = self.reserved
+        if self.in_order and reserved and (not self.waiting.static or job.order_key < next(reversed(reserved)).order_key):
+            self.in_order = False  # it outranks the last reservation (or priorities change)
+        reserved[job] = alloc
         self._note_start(job, alloc)
         self.promised.setdefault(job, t)
         self.waiting.reserved(job)
