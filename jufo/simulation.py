@@ -640,8 +640,8 @@ class Backfilling(Simulation):
         home.plan(alloc)
         alloc.home = home
         reserved = self.reserved
-        if self.in_order and reserved and (not self.waiting.static or job.order_key < next(reversed(reserved)).order_key):
-            self.in_order = False  # it outranks the last reservation (or priorities change)
+        if self.in_order and reserved:  # still in order if it comes after the last, by a static key
+            self.in_order = self.waiting.static and next(reversed(reserved)).order_key < job.order_key
         reserved[job] = alloc
         self._note_start(job, alloc)
         self.promised.setdefault(job, t)

@@ -19,7 +19,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from heapq import merge
-from itertools import accumulate, islice
+from itertools import islice
 from math import isqrt
 from operator import attrgetter, or_
 from typing import Any
@@ -137,9 +137,9 @@ class Reach:
 class Freed:
     """Where a state gave resources back (an early end, a dropped or moved reservation), in
     order: the only way a slot can open. A reservation that looked for an earlier slot and
-    found none (or moved to the first it found) can find one later only in a window that
-    overlaps an interval logged since, so compression need not look past the latest end of
-    those. Only the newest ``KEPT`` are kept; a look from before them looks everywhere.
+    found none can find one later only in a window that overlaps an interval logged since, so
+    compression need not look past the latest end of those. At least the newest ``KEPT`` are
+    kept; a look from before them looks everywhere.
 
     >>> f = Freed(); f.add(10, 50); mark = f.mark; f.add(20, 60); f.add(500, 900)
     >>> f.bound(mark, 300, 15), f.bound(f.mark, 300, 15), f.bound(-1, 300, 15)
