@@ -141,15 +141,22 @@ class Freed:
     compression need not look past the latest end of those. At least the newest ``KEPT`` are
     kept; a look from before them looks everywhere.
 
+    Where the nodes given back are known with ``gap``, the time by which reservations hold
+    each of them again, a window that gains one of them must also end by then (see
+    ``NodeState._gap``): a job longer than the gap cannot use it.
+
     >>> f = Freed(); f.add(10, 50); mark = f.mark; f.add(20, 60); f.add(500, 900)
     >>> f.bound(mark, 300, 15), f.bound(f.mark, 300, 15), f.bound(-1, 300, 15)
     (60, None, inf)
+    >>> f = Freed(); f.add(10, 50, 0b11, 70); mark = f.mark; f.add(10, 40, 0b100, 300)
+    >>> f.bound(0, 300, 15, 30), f.bound(0, 300, 15, 30, own=0b1), f.bound(0, 300, 15, 80), f.bound(mark, 300, 15, 300)
+    (41, 50, 40, None)
     """
 
     KEPT = 4096
 
     def __init__(self) -> None:
-        self.log: list[tuple[int, int]] = []
+        self.log: list[tuple[int, int, int, float]] = []  # (start, end, nodes, gap)
         self.base = 0  # intervals dropped from the front of ``log``
 
     @property
@@ -157,27 +164,33 @@ class Freed:
         """The position after the newest interval: a look stamps itself with it."""
         return self.base + len(self.log)
 
-    def add(self, start: int, end: int) -> None:
-        """Log ``[start, end)`` as given back.  O(1) amortised."""
+    def add(self, start: int, end: int, nodes: int = 0, gap: float = NEVER) -> None:
+        """Log ``[start, end)`` as given back, on the nodes of mask ``nodes``, which
+        reservations hold again by ``gap`` (NEVER: not known).  O(1) amortised."""
         if end > start:
             log = self.log
-            log.append((start, end))
+            log.append((start, end, nodes, gap))
             if len(log) > 2 * self.KEPT:
                 del log[:self.KEPT]
                 self.base += self.KEPT
 
-    def bound(self, mark: int, reach: int, now: int) -> float | None:
-        """For a look stamped ``mark`` whose windows lie before ``reach``: the latest end
-        after ``now`` of the intervals logged since that begin before ``reach`` (an earlier
-        slot starts before it), None if there is none (no earlier slot can have opened),
-        NEVER if the look is unknown or older than the log.  O(intervals since ``mark``)."""
+    def bound(self, mark: int, reach: int, now: int, wall: int = 1, own: int = 0) -> float | None:
+        """For a look stamped ``mark`` whose windows lie before ``reach`` (of ``wall``, by a
+        job whose own reservation holds the nodes of mask ``own``): a time by which an earlier
+        slot must start. The latest, over the intervals logged since that begin before
+        ``reach``, of the interval's end, or where its nodes are held again by another's
+        reservation less ``wall``; None if there is none after ``now`` (no earlier slot can have
+        opened), NEVER if the look is unknown or older than the log.  O(intervals since ``mark``)."""
         k = mark - self.base
         if mark < 0 or k < 0:
             return NEVER
         below = now
-        for a, b in self.log[k:]:
-            if a < reach and b > below:
-                below = b
+        for a, b, nodes, gap in self.log[k:]:
+            if a < reach:
+                if gap < NEVER and not nodes & own and gap - wall + 1 < b:
+                    b = gap - wall + 1
+                if b > below:
+                    below = b
         return below if below > now else None
 
 
@@ -497,7 +510,8 @@ class NodeState(SystemState):
             return super().earlier(job, alloc, horizon, allowed)
         mark, below = self.freed.mark, NEVER
         if not self.machine.has_switches:  # (a switch ask lapses with time: a slot opens by itself)
-            below = self.freed.bound(alloc.looked, alloc.start + max(job.wall, 1), self.now)
+            wall = max(job.wall, 1)
+            below = self.freed.bound(alloc.looked, alloc.start + wall, self.now, wall, alloc.resources.node_mask())
         begin = None if below is None else self._count_fit(job, self.now, alloc.start)
         found = None if begin is None else self._earliest_from(job, horizon, None, begin, alloc, below)
         if found is None:  # nothing earlier fits: the next look need only see what comes back
@@ -956,7 +970,7 @@ class NodeState(SystemState):
         if planned is not None:  # the rest of the reservation it started on (see _hand_over)
             self.reserved.subtract(planned.start, planned.end, planned.resources)
         super().finish(alloc)
-        self.freed.add(self.now, alloc.end if planned is None else max(alloc.end, planned.end))
+        self._given_back(self.now, alloc.end if planned is None else max(alloc.end, planned.end), alloc.resources)
         self._count(alloc, self.now, alloc.end, 1)
         self.running.remove(alloc)
         self._track(alloc, False)
@@ -983,8 +997,33 @@ class NodeState(SystemState):
         self.planned.remove(alloc)
         self._track(alloc, False)
         self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
-        self.freed.add(max(alloc.start, self.now), alloc.end)
+        self._given_back(max(alloc.start, self.now), alloc.end, alloc.resources)
         self._count(alloc, max(alloc.start, self.now), alloc.end, 1)
+
+    GAP_SEGMENTS = 64  # reserved segments a gap is looked for in: past them, not known
+
+    def _given_back(self, start: int, end: int, resources: NodeCores) -> None:
+        """Log ``resources`` as given back over ``[start, end)`` (see ``Freed``), with the time
+        by which reservations hold each of their nodes again: a window that gains one of these
+        nodes is free on it throughout, so it lies in that node's gap, which ends where a
+        reservation takes the node at or after ``end`` (or by ``end``, if one holds it there).
+        Only while every reservation holds whole nodes: a part-held node may still have room.
+        O(reserved segments looked at) big-int operations."""
+        if end <= start:
+            return
+        nodes = resources.node_mask()
+        gap = NEVER
+        if self.whole_reserved:
+            times, values = self.reserved.times, self.reserved.values
+            left, i = nodes, max(bisect_right(times, end) - 1, 0)
+            for k in range(i, min(i + self.GAP_SEGMENTS, len(times))):
+                held = values[k].full & left
+                if held:
+                    left &= ~held
+                    if not left:
+                        gap = max(end, times[k])
+                        break
+        self.freed.add(start, end, nodes, gap)
 
     def advance(self, now: int) -> None:
         super().advance(now)

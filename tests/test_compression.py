@@ -11,7 +11,8 @@ from jufo.errors import Report
 from jufo.forecast import prepare, simulate
 
 
-def case(seed: int) -> bytes:
+def case(seed: int, whole: bool = False) -> bytes:
+    """Random jobs with early ends on 2-8 nodes of 4 cores; ``whole``: each takes whole nodes."""
     rng = random.Random(seed)
     nodes = {f"n{i}": 4 for i in range(rng.randint(2, 8))}
     jobs = {}
@@ -19,7 +20,7 @@ def case(seed: int) -> bytes:
         wall = rng.randint(1, 48) * 600
         jobs[f"j{i}"] = {"state": "Idle", "owner": f"u{rng.randint(1, 5)}", "queue": "q",
                          "queuedate": f"01/10/12-{11 + i // 60:02d}:{i % 60:02d}:00", "wall": wall,
-                         "nummachines": rng.randint(1, len(nodes)), "taskspernode": rng.randint(1, 4),
+                         "nummachines": rng.randint(1, len(nodes)), "taskspernode": 4 if whole else rng.randint(1, 4),
                          "actualruntime": rng.randint(0, wall)}
     return snapshot(jobs, nodes=nodes)
 
@@ -202,21 +203,23 @@ def test_node_compression_cases_move_jobs():
     assert moved >= 30, f"only {moved} of 150 cases move a reservation: they test little"
 
 
-def node_schedule(seed: int, settings: dict) -> dict:
-    snap, config = prepare(lml.parse(case(seed)), Report(quiet=True), settings)
+def node_schedule(seed: int, whole: bool, settings: dict) -> dict:
+    snap, config = prepare(lml.parse(case(seed, whole)), Report(quiet=True), settings)
     forecast = simulate(snap, config, Report(quiet=True))
     return {j.id: (j.start, repr(j.resources)) for j in forecast.jobs}
 
 
 @pytest.mark.parametrize("seed", range(60))
 @pytest.mark.parametrize("topdogs", ["all", "2"])
-def test_node_compression_looks_only_where_something_came_back(seed, topdogs, monkeypatch):
+@pytest.mark.parametrize("whole", [False, True])
+def test_node_compression_looks_only_where_something_came_back(seed, topdogs, whole, monkeypatch):
     """After a look for an earlier slot that found nothing, NodeState's next look stops where
-    the last interval given back since then ends (``Freed``). Whole runs with early ends give
-    the same starts on the same nodes with that bound and without it."""
+    the intervals given back since then end, or where reservations take their nodes again less
+    the wall (``Freed``). Whole runs with early ends give the same starts on the same nodes
+    with that bound and without it."""
     from jufo.state import NEVER, Freed
 
     settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": topdogs, "system_state": "NodeState"}
-    bounded = node_schedule(seed, settings)
-    monkeypatch.setattr(Freed, "bound", lambda self, mark, reach, now: NEVER)
-    assert node_schedule(seed, settings) == bounded
+    bounded = node_schedule(seed, whole, settings)
+    monkeypatch.setattr(Freed, "bound", lambda self, *args, **kwargs: NEVER)
+    assert node_schedule(seed, whole, settings) == bounded
