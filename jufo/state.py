@@ -803,7 +803,9 @@ class NodeState(SystemState):
             return self._choose_switches(job, t, end, avail, eligible)
         if (allocation or self.allocation) != "lowest":
             return self._choose_ordered(job, t, end, avail, eligible, allocation or self.allocation)
-        if not self.sharing:
+        if not self.sharing or (not avail.part and c == self.machine.max_cores):
+            # whole nodes: without sharing, or none partly free and the job takes all cores of
+            # each eligible node (they have at least ``c``): the lowest ``k`` free ones
             chosen = lowest(avail.full & eligible, k)
             return None if chosen is None else NodeCores(chosen)
         partial = sorted(self._partial(job, t, end, avail, eligible))
