@@ -99,6 +99,12 @@ class Machine:
         self.switch_masks = [_mask_of_indices(m) for m in members] if self.has_switches else []
 
     @cached_property
+    def cores_each(self) -> int | None:
+        """The cores of every node when all have as many, else None.  O(nodes) once."""
+        sizes = {node.ncores for node in self.nodes}
+        return sizes.pop() if len(sizes) == 1 else None
+
+    @cached_property
     def uniform_cores(self) -> str | None:
         """The core ranges of every node when all have as many cores (``jufo_ranges`` is then
         written per run of nodes), else None; made when results are written.  O(nodes)."""

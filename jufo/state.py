@@ -601,7 +601,13 @@ class NodeState(SystemState):
         return job.nodes * job.cores_per_node if self.sharing else job.nodes
 
     def _units(self, resources: NodeCores) -> int:
-        return resources.core_count(self.machine.shape) if self.sharing else resources.node_count()
+        """Whole nodes, or cores with sharing (on nodes of one size, without a loop over them)."""
+        if not self.sharing:
+            return resources.node_count()
+        each = self.machine.cores_each
+        if each is None:
+            return resources.core_count(self.machine.shape)
+        return resources.full.bit_count() * each + sum(m.bit_count() for m in resources.part.values())
 
     def _earliest_from(self, job: Job, horizon: int | None, allowed: Callable[[int], int | None] | None,
                        begin: int, own: Allocation | None = None, below: float = NEVER) -> tuple[int, NodeCores] | None:
