@@ -370,9 +370,17 @@ class NodeCores:
         """Number of nodes with at least one core in the set.  O(1) big-int popcount."""
         return self.full.bit_count() + len(self.part)
 
-    def core_count(self, shape: list[int]) -> int:
-        """Number of cores in the set.  O(nodes in the set)."""
+    def core_count(self, shape: list[int], each: int | None = None) -> int:
+        """Number of cores in the set; ``each``: the cores of every node, where all have as
+        many (then whole nodes are counted at once).  O(nodes in the set), O(partial nodes)
+        with ``each``.
+
+        >>> NodeCores(0b110, {0: 0b1}).core_count([0b11, 0b11, 0b11]), NodeCores(0b110, {0: 0b1}).core_count([], 2)
+        (5, 5)
+        """
         total = sum(m.bit_count() for m in self.part.values())
+        if each is not None:
+            return total + self.full.bit_count() * each
         return total + sum(shape[n].bit_count() for n in bits_of(self.full))
 
     def pairs(self, shape: list[int]) -> list[tuple[int, int]]:

@@ -143,7 +143,7 @@ class Freed:
 
     Where the nodes given back are known with ``gap``, the time by which reservations hold
     each of them again, a window that gains one of them must also end by then (see
-    ``NodeState._gap``): a job longer than the gap cannot use it.
+    ``NodeState._given_back``): a job longer than the gap cannot use it.
 
     >>> f = Freed(); f.add(10, 50); mark = f.mark; f.add(20, 60); f.add(500, 900)
     >>> f.bound(mark, 300, 15), f.bound(f.mark, 300, 15), f.bound(-1, 300, 15)
@@ -604,10 +604,7 @@ class NodeState(SystemState):
         """Whole nodes, or cores with sharing (on nodes of one size, without a loop over them)."""
         if not self.sharing:
             return resources.node_count()
-        each = self.machine.cores_each
-        if each is None:
-            return resources.core_count(self.machine.shape)
-        return resources.full.bit_count() * each + sum(m.bit_count() for m in resources.part.values())
+        return resources.core_count(self.machine.shape, self.machine.cores_each)
 
     def _earliest_from(self, job: Job, horizon: int | None, allowed: Callable[[int], int | None] | None,
                        begin: int, own: Allocation | None = None, below: float = NEVER) -> tuple[int, NodeCores] | None:
@@ -933,7 +930,7 @@ class NodeState(SystemState):
         self.free.update(resources, self.machine.shape)
 
     def cores_of(self, resources: NodeCores) -> int:
-        return resources.core_count(self.machine.shape)
+        return resources.core_count(self.machine.shape, self.machine.cores_each)
 
     def _track(self, alloc: Allocation, add: bool) -> None:
         restricted = self.machine.restricted(alloc.queue)
