@@ -107,9 +107,10 @@ class Machine:
     @cached_property
     def uniform_cores(self) -> str | None:
         """The core ranges of every node when all have as many cores (``jufo_ranges`` is then
-        written per run of nodes), else None; made when results are written.  O(nodes)."""
-        sizes = {node.ncores for node in self.nodes}
-        return format_ranges([(0, sizes.pop() - 1)]) if len(sizes) == 1 and 0 not in sizes else None
+        written per run of nodes), else None; made when results are written.  O(1) after
+        ``cores_each``."""
+        each = self.cores_each
+        return format_ranges([(0, each - 1)]) if each else None
 
     @cached_property
     def labels(self) -> list[str]:
