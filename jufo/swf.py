@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from math import ceil
 
 from . import lml
-from .dates import format_date
+from .dates import date_writer, format_date
 from .errors import InputError
 from .job import RUNNING, WAITING, Job
 from .values import MAX_NODES
@@ -186,6 +186,7 @@ def _entries(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, str, dict[
     objects += [(f"n{i:0{width}d}", "node", {"ncores": str(conv.cores)}) for i in range(1, nodes + 1)]
     free = [conv.cores] * nodes  # for placing the jobs running at the snapshot time
     entries = []
+    job_date = date_writer(JOB_FORMAT)  # each day's date formatted once (28,000 jobs: 0.04 → 0.01 s)
     seen: dict[int, int] = {}  # a trace may repeat a job number: later ones get j<number>_<k>
     for job in trace.jobs:
         seen[job.number] = occurrence = seen.get(job.number, 0) + 1
@@ -214,14 +215,14 @@ def _entries(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, str, dict[
             "step": str(job.number), "owner": f"user{job.user}", "group": f"group{job.group}",
             "queue": f"queue{job.queue}" if job.queue >= 0 else "batch",
             "state": "Running" if state == "running" else "Idle",
-            "queuedate": format_date(zero + job.submit, JOB_FORMAT),
+            "queuedate": job_date(zero + job.submit),
             "wall": str(wall), "nummachines": str(n), "taskspernode": str(ceil(job.procs / n)),
             "totalcores": str(job.procs),
         }
         if conv.actual:
             data["actualruntime"] = str(job.run)
         if state == "running":
-            data["dispatchdate"] = format_date(zero + job.start, JOB_FORMAT)
+            data["dispatchdate"] = job_date(zero + job.start)
             data["nodelist"] = _place(free, job.procs, n, width)
         oid = f"j{job.number}" if occurrence == 1 else f"j{job.number}_{occurrence}"
         entries.append((oid, data, job, state, wall, n))
