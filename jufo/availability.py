@@ -196,7 +196,7 @@ class Profile:
         self.algebra = algebra
         self.times: list[int] = [now]
         self.values: list[Any] = [initial]
-        self.merge = merge  # drop breakpoints between equal values (cheap to compare: counts)
+        self.merge = merge  # counts only: drop breakpoints between equal values
         self.counts = isinstance(algebra, Counts)
 
     def segments(self) -> list[tuple[int, Any]]:
@@ -215,39 +215,58 @@ class Profile:
 
     def add(self, start: int, end: int, amount: Any) -> None:
         """Add ``amount`` during ``[start, end)``.  O(segments in it) operations."""
-        self._change(start, end, amount, self.algebra.add, amount if self.counts else None)
+        if self.counts:
+            self.count_change(start, end, amount)
+        else:
+            self._change(start, end, amount, self.algebra.add)
 
     def subtract(self, start: int, end: int, amount: Any) -> None:
         """Subtract ``amount`` during ``[start, end)``.  O(segments in it) operations."""
-        self._change(start, end, amount, self.algebra.subtract, -amount if self.counts else None)
+        if self.counts:
+            self.count_change(start, end, -amount)
+        else:
+            self._change(start, end, amount, self.algebra.subtract)
 
-    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any], delta: int | None) -> None:
-        """Apply ``op(value, amount)`` over ``[start, end)``; for counts, add ``delta`` instead
-        (one list comprehension, no call per segment)."""
+    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any]) -> None:
+        """Apply ``op(value, amount)`` over ``[start, end)`` (values that are not counts, which
+        never merge)."""
         times, values = self.times, self.values
         if start < times[0]:
             start = times[0]
         if end <= start:
             return
-        if delta is None:
-            first, last = self._split(start), self._split(end)
-            for i in range(first, last):
-                values[i] = op(values[i], amount)
-        else:  # counts: the splits inline (a count needs no copy), one segment without a list
-            first = bisect_right(times, start) - 1
-            if times[first] != start:
-                first += 1
-                times.insert(first, start)
-                values.insert(first, values[first - 1])
-            last = bisect_right(times, end, first) - 1
-            if times[last] != end:
-                last += 1
-                times.insert(last, end)
-                values.insert(last, values[last - 1])
-            if last - first == 1:
-                values[first] += delta
-            else:
-                values[first:last] = [v + delta for v in values[first:last]]
+        first, last = self._split(start), self._split(end)
+        for i in range(first, last):
+            values[i] = op(values[i], amount)
+
+    def count_change(self, start: int, end: int, delta: int) -> None:
+        """Counts only: add ``delta`` over ``[start, end)``, the splits inline (a count needs no
+        copy), one list comprehension and no call per segment; compression calls it directly.
+        O(segments in it).
+
+        >>> p = Profile(0, 5, Counts(), merge=True)
+        >>> p.count_change(2, 6, -2); p.count_change(6, 9, -2); p.segments()
+        [(0, 5), (2, 3), (9, 5)]
+        """
+        times, values = self.times, self.values
+        if start < times[0]:
+            start = times[0]
+        if end <= start:
+            return
+        first = bisect_right(times, start) - 1
+        if times[first] != start:
+            first += 1
+            times.insert(first, start)
+            values.insert(first, values[first - 1])
+        last = bisect_right(times, end, first) - 1
+        if times[last] != end:
+            last += 1
+            times.insert(last, end)
+            values.insert(last, values[last - 1])
+        if last - first == 1:
+            values[first] += delta
+        else:
+            values[first:last] = [v + delta for v in values[first:last]]
         if self.merge:  # only the edges can now equal their neighbours: scans see fewer segments
             if last < len(values) and values[last] == values[last - 1]:
                 del times[last]
@@ -408,8 +427,8 @@ class UnionProfile(Profile):
         self.width = 0  # seconds per bucket; 0: choose at the next query (``_tune``)
         self._tuned_at = 0  # segments when the width was chosen
 
-    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any], delta: int | None) -> None:
-        super()._change(start, end, amount, op, delta)
+    def _change(self, start: int, end: int, amount: Any, op: Callable[[Any, Any], Any]) -> None:
+        super()._change(start, end, amount, op)
         buckets = self.buckets
         start = max(start, self.times[0])
         if not buckets or end <= start:

@@ -1125,14 +1125,17 @@ class AttributeState(SystemState):
         plan, whose limit bookkeeping has nothing to do.  O(segments changed)."""
         if self.limits.active or start > alloc.start:
             return super().replan(alloc, start, resources)
-        moved = alloc.moved(start, resources)
-        moved.home = self
-        self._number(moved)  # what unplan and plan do besides limits, which are inactive here
+        old, end = alloc.start, start + alloc.end - alloc.start
+        self._seq += 1  # what unplan and plan do besides limits, which are inactive here
+        self.version += 1
         self.reach.clear()
+        moved = Allocation(start, end, resources, alloc.cores, alloc.queue, alloc.user, alloc.job,
+                           seq=self._seq, home=self, looked=alloc.looked)  # (``alloc.moved``, without a call)
         profile = self.profile
         profile.merge = True
-        profile.subtract(start, min(alloc.start, moved.end), resources)
-        profile.add(max(alloc.start, moved.end, self.now), alloc.end, alloc.resources)
+        change = profile.count_change
+        change(start, end if end < old else old, -resources)
+        change(max(old, end, self.now), alloc.end, alloc.resources)
         return moved
 
     def _in_bounds(self, t: int | None, job: Job, horizon: int | None) -> bool:
