@@ -66,6 +66,14 @@ class Timeline:
             return run[0][0]
         return heap[0][0] if not run or heap[0][0] <= run[0][0] else run[0][0]
 
+    def next_time(self) -> int | None:
+        """Time of the next event, None when there is none (``peek_time`` without a separate
+        emptiness test: one call per step of the run loop).  O(1)."""
+        heap, run = self._heap, self._run
+        if not heap:
+            return run[0][0] if run else None
+        return heap[0][0] if not run or heap[0][0] <= run[0][0] else run[0][0]
+
     def payloads(self, kind: Kind) -> list[Any]:
         """Payloads of the events of one kind still waiting, in no particular order.  O(n)."""
         return [payload for _, k, _, payload in chain(self._heap, self._run) if k == kind]
