@@ -277,22 +277,25 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
     snap = forecast.snapshot
     machine = snap.machine
 
-    write = date_writer(snap.date_format)
+    write, epoch = date_writer(snap.date_format), snap.epoch
 
     def when(seconds: int) -> str:
-        return write(snap.epoch + seconds)
+        return write(epoch + seconds)
 
     out: dict[str, list[tuple[str, str]]] = jobsets.aggregate(snap.jobs, when)
-    for job in snap.jobs:
+    for job in snap.jobs:  # (dates and core counts without a call of ours each: 28,000 jobs on KTH)
         if job.parent is not None:
             continue  # an array task: written onto its array record
         pairs: list[tuple[str, str]] = []
         if job.start is not None or job.running:
             if not job.running:
-                pairs.append(("jufo_starttime", when(job.start)))
-            pairs.append(("jufo_endtime", when(job.end)))
-            if job.resources is not None:
-                pairs.extend(resource_pairs(job.resources, machine))
+                pairs.append(("jufo_starttime", write(epoch + job.start)))
+            pairs.append(("jufo_endtime", write(epoch + job.end)))
+            resources = job.resources
+            if type(resources) is int:
+                pairs.append(("jufo_resources", f"cores={resources}"))
+            elif resources is not None:
+                pairs.extend(resource_pairs(resources, machine))
             if job.topdog:
                 pairs.append(("jufo_topdog", "1"))
             if job.backfilled:

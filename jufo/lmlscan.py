@@ -48,6 +48,7 @@ class Info:
     ends: tuple[int, int] = (-1, -1)  # where its last two children end, if they are empty-element tags
     first_result: int = -1  # index of the first jufo_ data among them, -1: none
     plain: bool = True
+    regular: bool = False  # read by ``_layout``: its children are empty data tags with white space between
 
 
 @dataclass
@@ -189,7 +190,7 @@ def _layout(raw: bytes, root: int) -> Scan | None:
         values = dict(pairs)
         if "" in values:
             del values[""]  # (a data without a key is no key/value pair)
-        info = Info(_unescape(block.group(2)), start, values, end, len(pairs))
+        info = Info(_unescape(block.group(2)), start, values, end, len(pairs), regular=True)
         if pairs:
             before = len(text[first:text.rfind("<", first, last)].rstrip(" \t\r\n")) + first
             info.ends = (before if len(pairs) > 1 else -1, last)
@@ -329,6 +330,8 @@ def layout(raw: bytes, info: Info) -> tuple[int, int, str] | None:
     if kept == info.count:  # no results yet: the usual case
         before, at = info.ends
         last = raw.rfind(b"<", info.start + 1, at)
+        if info.regular and kept >= 2:  # (``_layout``'s expression matched these tags and the blanks between)
+            return at, at, raw[before:last].decode("ascii")
         if not _empty_tag(raw, last, at):
             return None
         if kept >= 2:
