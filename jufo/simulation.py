@@ -312,7 +312,7 @@ class Simulation(ABC):
         if self.rules is not None and not self.may_start(job, self.state.now):
             failed.add(shape, size, job.wall)  # start rules are monotone in the request
             return None
-        resources = self.state_for(job).is_insertable(job)
+        resources = self.state_of.get(job, self.state).is_insertable(job)  # (``state_for``, without a call)
         if resources is None:
             failed.add(shape, size, job.wall)
         return resources
@@ -337,7 +337,7 @@ class Simulation(ABC):
         now (a zero-length job, a running job past its end) holds nothing: its release would
         free cores another job may hold by then."""
         if end > self.state.now:
-            home = self.state_for(alloc.job)
+            home = self.state_of.get(alloc.job, self.state)  # (``state_for``, without a call)
             home.insert(alloc, planned)
             alloc.home = home
             self.timeline.push(end, Kind.END, alloc)
@@ -396,7 +396,7 @@ class ListScheduling(Simulation):
 
     def insert_waiting_jobs(self, now: int, fresh: set[Job] | None) -> None:
         flag = False
-        self.failed = Failures()
+        self.failed.clear()
         for job in self.candidates(now, fresh):
             if fresh is not None and job not in fresh:
                 flag = True
@@ -439,7 +439,7 @@ class Backfilling(Simulation):
             fresh, self.recheck = None, False
         flag = False
         refused: set[Any] = set()  # groups that refused a job a reservation in this pass
-        self.failed = Failures()
+        self.failed.clear()
         walk = self.candidates(now, fresh)
         for job in walk:
             if fresh is not None and job not in fresh:
@@ -487,7 +487,7 @@ class Backfilling(Simulation):
         BESTFIT), or the best-filling set first (``greedy``, see ``_greedy``). Every job is
         looked at in every pass: O(jobs log jobs)."""
         self.recheck = False
-        self.failed = Failures()
+        self.failed.clear()
         passed = False
         candidates: list[Job] = []
         for job in self.waiting.ordered(now):

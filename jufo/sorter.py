@@ -264,6 +264,7 @@ class WaitingQueue:
         key = attrgetter("order_key")  # set on add: the static sort key
         self._key = key
         self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
+        self._count = 0  # len(_jobs), without SortedKeyList's Python-level __len__ (asked once per event)
         # unreserved jobs by request class, each a list in priority order: most hold one job,
         # and a list is made and dropped 8x faster than a SortedKeyList
         self._classes: dict[tuple, list[Job]] = {}
@@ -273,10 +274,10 @@ class WaitingQueue:
         self.groups: Counter = Counter()  # request classes per top-dog group
 
     def __len__(self) -> int:
-        return len(self._jobs)
+        return self._count
 
     def __bool__(self) -> bool:
-        return bool(self._jobs)
+        return self._count > 0
 
     def __iter__(self):
         return iter(self._jobs)
@@ -287,6 +288,7 @@ class WaitingQueue:
 
     def add(self, job: Job) -> None:
         """O(log n)."""
+        self._count += 1
         if not self.static:
             self._jobs.append(job)
             return
@@ -329,6 +331,7 @@ class WaitingQueue:
     def remove(self, job: Job) -> None:
         """O(log n) (O(n) with a time-dependent formula)."""
         self._jobs.remove(job)
+        self._count -= 1
         if self.static:
             self._unfile(job)
 

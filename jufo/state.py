@@ -77,6 +77,11 @@ class Failures:
     def __init__(self) -> None:
         self._frontier: dict[tuple, list[tuple[int, int]]] = {}
 
+    def clear(self) -> None:
+        """Forget every failure (a new pass).  O(1)."""
+        if self._frontier:
+            self._frontier = {}
+
     def covers(self, shape: tuple, size: int, wall: int) -> bool:
         """Did a request of this shape, no larger and no longer, fail?  O(frontier)."""
         for s, w in self._frontier.get(shape, ()):
@@ -86,7 +91,11 @@ class Failures:
 
     def add(self, shape: tuple, size: int, wall: int) -> None:
         """Record a failure, dropping the pairs it dominates.  O(frontier)."""
-        kept = [(s, w) for s, w in self._frontier.get(shape, ()) if not (size <= s and wall <= w)]
+        old = self._frontier.get(shape)
+        if old is None:  # the usual case: a pass's first failure of its shape
+            self._frontier[shape] = [(size, wall)]
+            return
+        kept = [(s, w) for s, w in old if not (size <= s and wall <= w)]
         kept.append((size, wall))
         self._frontier[shape] = kept
 
@@ -96,7 +105,7 @@ class Reach:
 
     While resources are only taken (a pass starts jobs and makes reservations), a request
     needing at least as many nodes (or cores) for at least as long, of the same shape, fits
-    no earlier than one found before: its search may begin there. ``SystemState`` forgets
+    no earlier than one found before: its search may begin there. ``NodeState`` forgets
     everything when resources come back (an end, a dropped reservation, the clock moving).
     Kept per shape as a small list of (size, wall, start); None as start: fits never.
 
@@ -206,7 +215,6 @@ class SystemState(ABC):
         self.version = 0  # bumped by every change; keys the per-pass cache of free windows
         self.deadline: int | None = None  # a reservation's own state: nothing may end later
         self._windows: dict[tuple[int, int], Any] = {}
-        self.reach = Reach()  # earliest starts found while resources were only taken
 
     # -- what subclasses provide ------------------------------------------------------------
     @abstractmethod
@@ -319,8 +327,6 @@ class SystemState(ABC):
     # -- changes -----------------------------------------------------------------------------
     def advance(self, now: int) -> None:
         """Move the clock to ``now``."""
-        if now != self.now:
-            self.reach.clear()
         self.now = now
 
     def _confine(self, resources: Any, start: int, end: int) -> None:
@@ -350,7 +356,6 @@ class SystemState(ABC):
         self._give(alloc.resources)
         self.limits.discard(alloc)
         self.version += 1
-        self.reach.clear()
 
     def plan(self, alloc: Allocation) -> None:
         """Hold ``alloc``'s resources for ``[start, end)`` (a reservation)."""
@@ -361,7 +366,6 @@ class SystemState(ABC):
         """Drop a reservation."""
         self.limits.discard(alloc)
         self.version += 1
-        self.reach.clear()
 
 
 class NodeAlgebra:
@@ -410,6 +414,7 @@ class NodeState(SystemState):
         self.sharing = sharing
         self.allocation = allocation
         super().__init__(machine, queues)
+        self.reach = Reach()  # earliest starts found while resources were only taken
         self.free = NodeCores(machine.all_nodes)
         self.algebra = NodeAlgebra(machine.shape)
         self.reserved = UnionProfile(0, NodeCores(), self.algebra)  # resources planned allocations hold
@@ -975,6 +980,7 @@ class NodeState(SystemState):
         if planned is not None:  # the rest of the reservation it started on (see _hand_over)
             self.reserved.subtract(planned.start, planned.end, planned.resources)
         super().finish(alloc)
+        self.reach.clear()
         self._given_back(self.now, alloc.end if planned is None else max(alloc.end, planned.end), alloc.resources)
         self._count(alloc, self.now, alloc.end, 1)
         self.running.remove(alloc)
@@ -999,6 +1005,7 @@ class NodeState(SystemState):
 
     def unplan(self, alloc: Allocation) -> None:
         super().unplan(alloc)
+        self.reach.clear()
         self.planned.remove(alloc)
         self._track(alloc, False)
         self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
@@ -1031,6 +1038,8 @@ class NodeState(SystemState):
         self.freed.add(start, end, nodes, gap)
 
     def advance(self, now: int) -> None:
+        if now != self.now:
+            self.reach.clear()
         super().advance(now)
         self.reserved.advance(now)
         self.units.advance(now)
@@ -1053,7 +1062,7 @@ class AttributeState(SystemState):
 
     def is_insertable(self, job: Job) -> int | None:
         """The smallest free count over ``[now, now+wall)``, read straight off the profile."""
-        if self._limited(job, self.now):
+        if self.limits.active and self.queue_limit(job, self.now) is not None:  # (``_limited``, without a call)
             return None
         need, end = job.total_cores, self.now + max(job.wall, 1)
         times, values = self.profile.times, self.profile.values
@@ -1128,7 +1137,6 @@ class AttributeState(SystemState):
         old, end = alloc.start, start + alloc.end - alloc.start
         self._seq += 1  # what unplan and plan do besides limits, which are inactive here
         self.version += 1
-        self.reach.clear()
         moved = Allocation(start, end, resources, alloc.cores, alloc.queue, alloc.user, alloc.job,
                            seq=self._seq, home=self, looked=alloc.looked)  # (``alloc.moved``, without a call)
         profile = self.profile
@@ -1169,7 +1177,7 @@ class AttributeState(SystemState):
             t = times[i + 1]
 
     def advance(self, now: int) -> None:
-        super().advance(now)
+        self.now = now  # (``SystemState.advance``, without a call: once per event)
         self.profile.advance(now)
 
     def confined(self, cores: int, start: int, end: int) -> tuple[AttributeState, list]:
