@@ -347,7 +347,7 @@ def add_results(doc: Document, results: dict[str, list[tuple[str, str]]]) -> Non
     """
     marked = "\0" + RESULT_PREFIX  # (keys hold no NUL: XML cannot)
     stale = [obj.id for obj in doc.objects if marked in "\0" + "\0".join(obj.data)]  # one search in C per object
-    edits = _edits(doc, results) if doc.places is not None else None
+    edits = _edits(doc, results, stale) if doc.places is not None else None
     if edits is not None:
         doc.edits, doc.added = edits, results
     else:
@@ -388,12 +388,13 @@ def _add_to_tree(doc: Document, results: dict[str, list[tuple[str, str]]], stale
     doc.pending = _append_data(targets)
 
 
-def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tuple[int, int, str]] | None:
+def _edits(doc: Document, results: dict[str, list[tuple[str, str]]],
+           stale: list[str]) -> list[tuple[int, int, str]] | None:
     """The results as ``(start, end, text)`` edits of a scanned document's bytes, sorted, or
     None where an info is not plain (see ``lmlscan.Info``) or a value holds a character XML
-    forbids (the tree path then refuses it). Each info holding results loses them; each
-    target's last info gets the new data after its last other one, indented like it.
-    O(pairs + results' infos)."""
+    forbids (the tree path then refuses it). Each info holding results (of the ``stale``
+    objects) loses them; each target's last info gets the new data after its last other one,
+    indented like it.  O(pairs + results' infos)."""
     raw, places = doc.raw, doc.places
     assert raw is not None and places is not None
     targets: list[tuple[lmlscan.Info, list[tuple[str, str]]]] = []
@@ -407,21 +408,21 @@ def _edits(doc: Document, results: dict[str, list[tuple[str, str]]]) -> list[tup
     if not allowed:
         return None
     edits: dict[int, tuple[int, int, str]] = {}  # per info, by its start
-    for infos in places.values():
-        for info in infos:
+    for oid in stale:
+        for info in places.get(oid, ()):
             if info.first_result >= 0:
                 layout = lmlscan.layout(raw, info)
                 if layout is None:
                     return None
                 edits[info.start] = (layout[0], layout[1], "")
-    at_pair = 0
+    elements, at_pair = _elements("data", escaped), 0  # every target's data tags, in order
     for info, pairs in targets:
         layout = lmlscan.layout(raw, info)
         if layout is None:
             return None
         at, stop, gap = layout
-        texts, at_pair = escaped[at_pair:at_pair + 2 * len(pairs)], at_pair + 2 * len(pairs)
-        edits[info.start] = (at, stop, "".join([gap + element for element in _elements("data", texts)]))
+        edits[info.start] = (at, stop, gap + gap.join(elements[at_pair:at_pair + len(pairs)]))
+        at_pair += len(pairs)
     return [edits[start] for start in sorted(edits)]
 
 

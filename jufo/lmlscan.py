@@ -169,8 +169,9 @@ def _layout(raw: bytes, root: int) -> Scan | None:
         return None
     pos = opened.end()
     objects: list[tuple[str, str, str | None]] = []
+    references = "&" in text  # (usually none at all: then no tag or value needs a look for them)
     while (obj := _OBJECT.match(text, pos)) is not None:
-        oid, name, kind = obj.groups() if "&" not in obj.group() else map(_unescape, obj.groups())
+        oid, name, kind = obj.groups() if not references or "&" not in obj.group() else map(_unescape, obj.groups())
         if not oid or not kind:
             return None
         objects.append((oid, kind, name))
@@ -181,20 +182,24 @@ def _layout(raw: bytes, root: int) -> Scan | None:
     pos = between.end()
     infos: list[Info] = []
     marked = f'key="{RESULT_PREFIX}'
-    while (block := _INFO.match(text, pos)) is not None:
-        start, end, first, last = block.start(1), block.start(4), block.start(3), block.end(3)
+    find, rfind = text.find, text.rfind
+    while (block := _INFO.match(text, pos)) is not None:  # (once per info: as few calls as can be)
+        first, last = block.span(3)
         pairs = _DATA.findall(text, first, last)
-        referenced = text.find("&", first, last) >= 0
+        referenced = references and find("&", first, last) >= 0
         if referenced:
             pairs = [(_unescape(key), _unescape(value)) for key, value in pairs]
         values = dict(pairs)
         if "" in values:
             del values[""]  # (a data without a key is no key/value pair)
-        info = Info(_unescape(block.group(2)), start, values, end, len(pairs), regular=True)
-        if pairs:
-            before = len(text[first:text.rfind("<", first, last)].rstrip(" \t\r\n")) + first
-            info.ends = (before if len(pairs) > 1 else -1, last)
-        if referenced or text.find(marked, first, last) >= 0:
+        count, oid = len(pairs), block.group(2)
+        if count > 1:  # where the last data's indentation starts: after the data before it
+            ends = (len(text[first:rfind("<", first, last)].rstrip(" \t\r\n")) + first, last)
+        else:
+            ends = (-1, last) if count else (-1, -1)
+        info = Info(oid if not references or "&" not in oid else _unescape(oid), block.start(1), values, block.start(4), count, ends,
+                    -1, True, True)
+        if referenced or find(marked, first, last) >= 0:
             keys = [key for key, _ in pairs]
             results = [key.startswith(RESULT_PREFIX) for key in keys]
             if any(results):

@@ -236,3 +236,14 @@ def test_references_are_read_in_llviews_layout():
     lml.add_results(slow, results)
     assert fast.edits is not None and b"old" not in lml.serialize(fast)
     assert _read(lml.serialize(fast), False) == _read(lml.serialize(slow), False)  # (lxml writes &#x41; as A)
+
+
+def test_an_id_with_a_reference_is_decoded_where_its_data_hold_none():
+    """The layout reader decodes an info's oid on its own account: the data after it may hold
+    no reference at all."""
+    raw = snapshot({"a&b": waiting(2, 10)})
+    info = raw[raw.index(b'<info oid="a&amp;b"'):]
+    assert b"&" not in info[info.index(b">"):]  # only the object and the info's start tag hold one
+    layout, walk = _both(raw)
+    assert layout is not None and _fields(layout) == _fields(walk)
+    assert "a&b" in {info.oid for info in layout.infos} and ("a&b", "job", "a&b") in layout.objects
