@@ -147,3 +147,13 @@ def test_a_command_collects_cycles_rarely_and_restores_the_collector_after(monke
     bad = CliRunner().invoke(cli.main, ["predict", str(tmp_path / "missing.xml"), "-o", str(tmp_path / "o.xml")])
     assert (ok.exit_code, bad.exit_code) == (0, 2)
     assert seen == [cli.GC_THRESHOLDS] * 2 and gc.get_threshold() == before != cli.GC_THRESHOLDS
+
+
+def test_the_version_in_outputs_is_the_installed_packages():
+    """Outputs name ``jufo.__version__`` (no metadata lookup at run time); pyproject.toml reads
+    the package's version from it, so the two cannot drift apart."""
+    from importlib import metadata
+
+    import jufo
+
+    assert jufo.__version__ == metadata.version("jufo")
