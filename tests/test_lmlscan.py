@@ -247,3 +247,40 @@ def test_an_id_with_a_reference_is_decoded_where_its_data_hold_none():
     layout, walk = _both(raw)
     assert layout is not None and _fields(layout) == _fields(walk)
     assert "a&b" in {info.oid for info in layout.infos} and ("a&b", "job", "a&b") in layout.objects
+
+
+def test_expat_reads_only_what_lies_around_the_content_the_expressions_matched(monkeypatch):
+    """In LLview's layout expat reads the prolog, the root's tags and what follows, not the
+    megabytes between: the expressions vouch for those."""
+    raw = snapshot({f"j{i}": waiting(2, 10) for i in range(200)})
+    read: list[int] = []
+    check = lmlscan._check
+    monkeypatch.setattr(lmlscan, "_check", lambda text: read.append(len(text)) or check(text))
+    found = lmlscan.scan(raw)
+    assert found is not None and found.inner[0] > 0 and len(read) == 1 and read[0] < 300 < len(raw) / 100
+
+
+@pytest.mark.parametrize("inside, why", [
+    ("&#0;", "a reference to NUL"), ("&#xD800;", "a surrogate"), ("&#x110000;", "past Unicode"),
+    ("\x01", "a control character"), ("\x1f", "a control character"), ("&foo;", "an undeclared entity"),
+    ("a & b", "a bare ampersand"), ("&#x41", "a reference without its semicolon"),
+])
+def test_what_xml_forbids_inside_a_value_is_refused_as_lxml_refuses_it(inside, why):
+    raw = snapshot({"a": waiting(2, 10)}).replace(b'value="2"', f'value="{inside}"'.encode(), 1)
+    assert inside.encode() in raw
+    message = _read(raw, False)
+    assert isinstance(message, str) and _read(raw, True) == message, why
+
+
+@pytest.mark.parametrize("before, after, why", [
+    (b"<!-- a -- b -->", b"", "a comment with a double hyphen in the prolog"),
+    (b"", b"<x/>", "a second root"),
+    (b"", b"text", "text after the root"),
+    (b"<!DOCTYPE lgui>", b"", "a DOCTYPE"),
+    (b"<?pi ?><!-- c -->\n", b"\n<!-- end -->\n", "comments and a PI around the root (well-formed)"),
+])
+def test_the_prolog_and_what_follows_the_root_are_read_as_lxml_reads_them(before, after, why):
+    raw = snapshot({"a": waiting(2, 10)})
+    head = raw.index(b"?>") + 2
+    raw = raw[:head] + before + raw[head:].rstrip() + after
+    assert _read(raw, True) == _read(raw, False), why
