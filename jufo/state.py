@@ -1014,6 +1014,33 @@ class NodeState(SystemState):
 
     GAP_SEGMENTS = 64  # reserved segments a gap is looked for in: past them, not known
 
+    def replan(self, alloc: Allocation, start: int, resources: NodeCores) -> Allocation:
+        """A move to an earlier start on the same nodes and cores (72 % of compression's moves
+        on KTH) changes the reserved profile, the counts and the log of what came back only
+        where the two intervals differ: taken from the new start to the old one (or the new
+        end), given back from there to the old end. The profile gets the same breakpoints as
+        by unplanning and planning again. Other moves, and any under limits, do that.
+        O(segments where the intervals differ) set operations."""
+        if (self.limits.active or start > alloc.start or alloc.job is None
+                or resources.full != alloc.resources.full or resources.part != alloc.resources.part):
+            return super().replan(alloc, start, resources)
+        moved = alloc.moved(start, resources)
+        moved.home = self
+        self._number(moved)
+        self.reach.clear()
+        self.planned.remove(alloc)
+        self.planned.add(moved)
+        self._track(alloc, False)
+        self._track(moved, True)
+        taken, given = min(alloc.start, moved.end), max(alloc.start, moved.end, self.now)
+        self.reserved.add(start, taken, resources)
+        self.reserved.subtract(given, alloc.end, resources)
+        self._given_back(given, alloc.end, resources)
+        self.held[moved] = self._units_of(alloc)  # the same resources: the same units
+        self._count(alloc, given, alloc.end, 1)
+        self._count(moved, start, taken, -1)
+        return moved
+
     def _given_back(self, start: int, end: int, resources: NodeCores) -> None:
         """Log ``resources`` as given back over ``[start, end)`` (see ``Freed``), with the time
         by which reservations hold each of their nodes again: a window that gains one of these
