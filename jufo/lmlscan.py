@@ -130,7 +130,8 @@ def _check(raw: bytes) -> int | None:
 
 # what may come before the root (a declaration, comments, processing instructions, white
 # space), up to the root's start: a guess that ``_well_formed_around`` has expat confirm
-_PROLOG = re.compile(rb"(?:<\?xml[ \t\r\n][^?]*\?>)?(?:[ \t\r\n]+|<!--.*?-->|<\?.*?\?>)*(?=<[^!?/])", re.S)
+# (atomic and possessive: no backtracking, so a long prolog that fails costs linear time)
+_PROLOG = re.compile(rb"(?:<\?xml[ \t\r\n][^?]*\?>)?(?>[ \t\r\n]+|<!--.*?-->|<\?.*?\?>)*+(?=<[^!?/])", re.S)
 
 
 def _well_formed_around(raw: bytes, root: int, found: Scan) -> bool:
@@ -240,8 +241,9 @@ def _layout(raw: bytes, root: int) -> Scan | None:
             ends = (len(text[first:rfind("<", first, last)].rstrip(" \t\r\n")) + first, last)
         else:
             ends = (-1, last) if count else (-1, -1)
-        info = Info(oid if not references or "&" not in oid else _unescape(oid), block.start(1), values, block.start(4), count, ends,
-                    -1, True, True)
+        if references and "&" in oid:
+            oid = _unescape(oid)
+        info = Info(oid, block.start(1), values, block.start(4), count, ends, -1, True, True)
         if referenced or find(marked, first, last) >= 0:
             keys = [key for key, _ in pairs]
             results = [key.startswith(RESULT_PREFIX) for key in keys]

@@ -284,3 +284,14 @@ def test_the_prolog_and_what_follows_the_root_are_read_as_lxml_reads_them(before
     head = raw.index(b"?>") + 2
     raw = raw[:head] + before + raw[head:].rstrip() + after
     assert _read(raw, True) == _read(raw, False), why
+
+
+def test_a_long_prolog_that_fails_costs_linear_time():
+    """The prolog's guess never backtracks: 100,000 blanks or comments before a DOCTYPE are
+    given up on at once (a first version took exponential time on 24 blanks and tabs)."""
+    import time
+
+    for prolog in (b" " * 100_000 + b"\t" * 100_000, b"<!-- c -->" * 100_000):
+        began = time.perf_counter()
+        assert lmlscan._PROLOG.match(prolog + b"<!DOCTYPE lgui><lgui/>") is None
+        assert time.perf_counter() - began < 1.0
