@@ -1,8 +1,9 @@
 """The simulation: a template method that FCFS, List scheduling and Backfilling fill in.
 
 ``run`` inserts running jobs and reservations, queues the waiting jobs, then walks the
-timeline one second at a time: completions first, then expiring reservations, arrivals and
-planned starts, then one call of ``insert_waiting_jobs`` with the queue in priority order.
+timeline and the top dogs' planned starts (``next_start``) one second at a time: completions
+first, then expiring reservations, arrivals and wake-ups, then one call of
+``insert_waiting_jobs`` with the queue in priority order.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The timeline: a heap of events ordered by (time, kind, counter).
 
-At one second, completions come before reservation ends, arrivals and planned starts;
+At one second, completions come before reservation ends, arrivals and wake-ups (a top
+dog's planned start is no event here: the simulation keeps those, see ``Backfilling.next_start``);
 the counter breaks remaining ties in insertion order, so every run is deterministic.
 """
 
@@ -19,7 +20,7 @@ class Kind(IntEnum):
     END = 0  # a running job completes
     RESERVATION_END = 1  # an advance reservation expires
     ARRIVAL = 2  # a job joins the queue (future queue date)
-    WAKE = 3  # a planned start (top dog or reservation begins): schedule again
+    WAKE = 3  # schedule again: the first pass, a start window opens, a switch ask lapses
 
 
 class Timeline:
