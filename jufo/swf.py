@@ -186,7 +186,7 @@ def _entries(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, str, dict[
     objects += [(f"n{i:0{width}d}", "node", {"ncores": str(conv.cores)}) for i in range(1, nodes + 1)]
     free = [conv.cores] * nodes  # for placing the jobs running at the snapshot time
     entries = []
-    job_date = date_writer(JOB_FORMAT)  # each day's date formatted once (28,000 jobs: 0.04 → 0.01 s)
+    job_date = date_writer(JOB_FORMAT)  # each day's date formatted once, the time appended
     seen: dict[int, int] = {}  # a trace may repeat a job number: later ones get j<number>_<k>
     for job in trace.jobs:
         seen[job.number] = occurrence = seen.get(job.number, 0) + 1

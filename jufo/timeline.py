@@ -60,16 +60,9 @@ class Timeline:
         else:
             heapq.heappush(self._heap, event)
 
-    def peek_time(self) -> int:
-        """Time of the next event.  O(1)."""
-        heap, run = self._heap, self._run
-        if not heap:
-            return run[0][0]
-        return heap[0][0] if not run or heap[0][0] <= run[0][0] else run[0][0]
-
     def next_time(self) -> int | None:
-        """Time of the next event, None when there is none (``peek_time`` without a separate
-        emptiness test: one call per step of the run loop).  O(1)."""
+        """Time of the next event, None when there is none (no separate emptiness test: the
+        run loop asks once per step).  O(1)."""
         heap, run = self._heap, self._run
         if not heap:
             return run[0][0] if run else None
@@ -81,7 +74,7 @@ class Timeline:
 
     def pop_second(self) -> tuple[int, list[tuple[Kind, Any]]]:
         """Remove and return every event of the earliest second, in processing order.  O(k log heap)."""
-        time = self.peek_time()
+        time = self.next_time()
         heap, run = self._heap, self._run
         batch = []
         while True:

@@ -25,7 +25,7 @@ def test_pops_in_the_order_of_a_plain_heap(seed):
     for t in sorted(rng.randint(0, 50) for _ in range(rng.randint(0, 40))):  # queue dates, ascending
         push(t)
     while plain:
-        assert len(timeline) == len(plain) and timeline.peek_time() == plain[0][0]
+        assert len(timeline) == len(plain) and timeline.next_time() == plain[0][0]
         time, batch = timeline.pop_second()
         expected = []
         while plain and plain[0][0] == time:
