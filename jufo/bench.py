@@ -208,12 +208,13 @@ def synthetic_history(path: str, shape: Shape, days: int = 90, per_day: int = 60
         store.set_meta("capacity", str(shape.nodes * shape.cores))
 
 
-def bench_history(repeat: int) -> dict:
-    """``predict --history`` on the JUROPA-size snapshot with 90 days of history (54,000 jobs
-    and forecasts), against plain ``predict``; each run on a fresh copy of the history."""
+def bench_history(repeat: int, machine: str = "juropa") -> dict:
+    """``predict --history`` on the ``machine`` snapshot (``juropa``, ``large``) with 90 days of
+    history (54,000 jobs and forecasts, user caps learned from them), against plain
+    ``predict``; each run on a fresh copy of the history."""
     import shutil
 
-    shape = CASES["juropa"]
+    shape = CASES[machine]
     with tempfile.TemporaryDirectory() as tmp:
         src, out, master = (os.path.join(tmp, n) for n in ("in.xml", "out.xml", "master.db"))
         with open(src, "wb") as fh:
@@ -228,7 +229,7 @@ def bench_history(repeat: int) -> dict:
             learned.append(seconds)
             peak = max(peak, rss)
         p, h = statistics.median(plain), statistics.median(learned)
-        return {"case": "juropa-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,
+        return {"case": f"{machine}-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,
                 "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2), "peak_mib": round(peak / 1024)}
 
 
@@ -316,8 +317,8 @@ def bench(name: str, shape: Shape | None, repeat: int) -> dict:
         return bench_kth_predict(repeat)
     if name == "kth-compression":
         return bench_compression(repeat)
-    if name == "juropa-history":
-        return bench_history(repeat)
+    if name.endswith("-history"):
+        return bench_history(repeat, name.removesuffix("-history"))
     if name in TRACE_COMMANDS:
         return bench_trace_command(name, TRACE_COMMANDS[name], repeat)
     with tempfile.TemporaryDirectory() as tmp:
@@ -352,6 +353,7 @@ def growth_exponent(rows: list[dict]) -> float:
 
 
 ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
+             "large-history",
              *TRACE_COMMANDS]
 
 
@@ -381,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
         if args.json:
             print(json.dumps(row))
-        elif name == "juropa-history":
+        elif name.endswith("-history"):
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  predict without history {row['plain_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (90 days, 54,000 jobs)")
         elif name in TRACE_COMMANDS:

@@ -127,6 +127,11 @@ class QueueLimits:
         self.user_default: int | None = None
         self.user_sources: dict[str, str] = {}  # where each user's cap comes from, for reasons
         self.by_user: dict[str, set] = {}
+        # user -> a time at which the user already runs as many jobs as the cap: spans added
+        # never lower that count, and a discarded span of the user drops the entry
+        self._full: dict[str, int] = {}
+        self.watched: set[str] = set()  # users whose discarded spans are noted in ``freed``
+        self.freed: set[str] = set()
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
         self._configured()
@@ -171,6 +176,9 @@ class QueueLimits:
             self.spans[span.queue].discard(span)
         if span.user in self.by_user:
             self.by_user[span.user].discard(span)
+            self._full.pop(span.user, None)
+            if span.user in self.watched:
+                self.freed.add(span.user)
         if self.by_array:
             array = _array_of(span)
             if array in self.by_array:
@@ -188,17 +196,45 @@ class QueueLimits:
         return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
 
     def user_exceeded(self, user: str, start: int, end: int) -> str | None:
-        """The user cap a job of ``user`` in ``[start, end)`` would break, or None."""
+        """The user cap a job of ``user`` in ``[start, end)`` would break, or None.  O(1) with
+        fewer jobs than the cap or where the user was found full at ``start`` before (a pass
+        asks for each of a capped user's jobs at one time), else O(m log m) for m jobs."""
         cap = self.user_cap(user) if self.users_limited else None
         if cap is None:
             return None
         spans = self.by_user.get(user, ())
         if len(spans) < cap:  # O(1): fewer jobs than the cap at all
             return None
-        end = max(end, start + 1)
-        if sum(1 for s in spans if s.start <= start < s.end) >= cap or peak(spans, start, end, lambda s: 1) + 1 > cap:
-            return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
-        return None
+        if self._full.get(user) != start:
+            if sum(1 for s in spans if s.start <= start < s.end) >= cap:
+                self._full[user] = start
+            elif peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
+                return None
+        return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
+
+    def full_until(self, user: str, t: int) -> int | None:
+        """If ``user`` runs as many jobs at ``t`` as the cap allows: the earliest end among
+        them, until which every job of the user is held back, unless one of them is
+        discarded before (spans added never lower the count). Else None.  O(m) for m jobs.
+
+        >>> class Job:  # a job of user u in queue q (hashable, as allocations are)
+        ...     def __init__(self, start, end):
+        ...         self.start, self.end, self.user, self.queue, self.job = start, end, "u", "q", None
+        >>> limits = QueueLimits({})
+        >>> limits.limit_users({"u": 2})
+        >>> a, b = Job(0, 100), Job(50, 80)
+        >>> limits.add(a); limits.add(b)
+        >>> limits.full_until("u", 60), limits.full_until("u", 90), limits.full_until("v", 60)
+        (80, None, None)
+        >>> limits.watched.add("u"); limits.discard(b); limits.freed, limits.full_until("u", 60)
+        ({'u'}, None)
+        """
+        cap = self.user_cap(user) if self.users_limited else None
+        spans = self.by_user.get(user, ())
+        if cap is None or len(spans) < cap:
+            return None
+        ends = [s.end for s in spans if s.start <= t < s.end]
+        return min(ends) if len(ends) >= cap else None
 
     def exceeded(self, queue: str, user: str, cores: int, start: int, end: int) -> str | None:
         """Which limit a job of ``cores`` in ``[start, end)`` would break, or None."""

@@ -252,6 +252,7 @@ class WaitingQueue:
     jobs that hold no reservation are also kept per *request class* (group, shape, size,
     wall): jobs of one class fit in exactly the same places, so once one of them fails in a
     pass, ``walk`` passes over the whole class (and every class a failure covers) at once.
+    The jobs of an owner held at its cap can be parked outside the classes (``park``).
     With a time-dependent formula the queue is sorted again at each pass and walked whole.
     """
 
@@ -272,6 +273,9 @@ class WaitingQueue:
         self._by_size: dict[int, set[tuple]] = {}  # request classes by size
         self._sizes: list[int] = []  # the sizes in _by_size, ascending (a few hundred at most)
         self.groups: Counter = Counter()  # request classes per top-dog group
+        # jobs of owners held at their cap, out of the request classes meanwhile (``park``)
+        self.parked: dict[Any, dict[Job, None]] = {}
+        self._owned: dict[Any, set[Job]] | None = None  # owner -> filed jobs, kept from the first park on
 
     def __len__(self) -> int:
         return self._count
@@ -294,10 +298,16 @@ class WaitingQueue:
             return
         self.sorter.key(job, 0)  # sets job.order_key
         self._jobs.add(job)
-        self._file(job)
+        parked = self.parked.get(job.owner) if self.parked else None
+        if parked is not None:
+            parked[job] = None
+        else:
+            self._file(job)
 
     def _file(self, job: Job) -> None:
         cls = self._filed[job] = self._class(job)
+        if self._owned is not None:
+            self._owned.setdefault(job.owner, set()).add(job)
         bucket = self._classes.get(cls)
         if bucket is None:
             bucket = self._classes[cls] = []
@@ -311,7 +321,15 @@ class WaitingQueue:
 
     def _unfile(self, job: Job) -> None:
         cls = self._filed.pop(job, None)
-        if cls is not None:
+        if cls is None:
+            if self.parked and job.owner in self.parked:
+                self.parked[job.owner].pop(job, None)
+        else:
+            if self._owned is not None:
+                owned = self._owned[job.owner]
+                owned.discard(job)
+                if not owned:
+                    del self._owned[job.owner]
             bucket = self._classes[cls]
             i = bisect_left(bucket, job.order_key, key=self._key)
             while bucket[i] is not job:  # equal keys (the index breaks every tie, though)
@@ -339,6 +357,26 @@ class WaitingQueue:
         """``job`` holds a reservation now: walks reach it only when its slot is due."""
         if self.static:
             self._unfile(job)
+
+    def park(self, owner: Any) -> None:
+        """Take ``owner``'s unreserved jobs out of the request classes until ``unpark``: walks
+        pass over none of them, and jobs of ``owner`` that come meanwhile are parked too. For
+        an owner at its cap (see ``Backfilling``), whose jobs every pass would visit only to
+        find them held back. Static order only; O(k log n) for the owner's k jobs (the first
+        call O(n))."""
+        if self._owned is None:
+            self._owned = {}
+            for job in self._filed:
+                self._owned.setdefault(job.owner, set()).add(job)
+        kept = self.parked.setdefault(owner, {})
+        for job in sorted(self._owned.get(owner, ()), key=self._key):
+            self._unfile(job)
+            kept[job] = None
+
+    def unpark(self, owner: Any) -> None:
+        """File ``owner``'s parked jobs in their request classes again.  O(k log n)."""
+        for job in self.parked.pop(owner, ()):
+            self._file(job)
 
     def sort(self, jobs, now: int) -> list[Job]:
         """Queued ``jobs`` in priority order at ``now`` (static: by the key each carries).  O(k log k)."""

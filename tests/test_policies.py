@@ -126,6 +126,58 @@ def test_a_capped_user_takes_no_reservation():
     assert got == {"a": (0, False), "b": (4200, False), "c": (3600, True)}
 
 
+def capped_queue(seed: int) -> tuple[bytes, dict[str, int]]:
+    """A queue of 20-60 jobs of four users with caps of 1-2, on 2-6 nodes: some running, most
+    ending before their wall, a third arriving later; caps bind at almost every pass."""
+    rng = random.Random(seed)
+    nodes = {f"n{i}": {"ncores": rng.choice([2, 4])} for i in range(rng.randint(2, 6))}
+    users = ["u1", "u2", "u3", "u4"]
+    jobs = {}
+    for i, name in enumerate(nodes):
+        if rng.random() < 0.5:
+            wall = rng.randint(1, 8) * 1800
+            jobs[f"r{i}"] = {"state": "Running", "owner": rng.choice(users), "queue": "q", "wall": wall,
+                             "queuedate": format_date(EPOCH - wall, FMT),
+                             "dispatchdate": format_date(EPOCH - rng.randint(0, wall - 1), FMT),
+                             "nummachines": 1, "taskspernode": nodes[name]["ncores"], "nodelist": f"({i + 1})"}
+    for i in range(rng.randint(20, 60)):
+        queued = EPOCH + (rng.randint(1, 40) * 900 if rng.random() < 0.3 else -rng.randint(1, 600))
+        wall = rng.randint(1, 16) * 900
+        job = {"state": "Idle", "owner": rng.choice(users), "queue": "q", "queuedate": format_date(queued, FMT),
+               "wall": wall, "nummachines": rng.choice([1, 1, 1, 2]), "taskspernode": rng.choice([1, 2, 2, 4])}
+        if rng.random() < 0.7:  # mostly early (past the wall reads as the wall)
+            job["actualruntime"] = rng.randint(1, wall + 1800)
+        jobs[f"w{i:02d}"] = job
+    return snapshot(jobs, nodes=nodes), {u: rng.randint(1, 2) for u in users}
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "40")) // 2))
+def test_parking_capped_users_changes_no_start(seed, monkeypatch):
+    """A pass parks the jobs of users at their cap (out of the class walk until one of their
+    jobs ends or moves, or the earliest-ending one reaches its wall): every start, resource,
+    flag and reason equals a run that visits them at every pass, and parking does happen."""
+    from jufo.simulation import Backfilling
+    from jufo.sorter import WaitingQueue
+
+    raw, caps = capped_queue(seed)
+    parks = []
+    park = WaitingQueue.park
+    monkeypatch.setattr(WaitingQueue, "park", lambda self, owner: (parks.append(owner), park(self, owner)))
+
+    def outcome(settings):
+        forecast = run(raw, settings, WeeklyWindows(set(), EPOCH), caps)
+        return {j.id: (j.start, j.end, str(j.resources), j.topdog, j.backfilled, j.reason) for j in forecast.jobs}
+
+    for full in settings_all():
+        if full["scheduling_algorithm"] != "Backfilling":
+            continue
+        parked = outcome(full)
+        with monkeypatch.context() as m:
+            m.setattr(Backfilling, "_park", lambda self, users, now: None)
+            assert outcome(full) == parked, full
+    assert parks, "no user was parked"
+
+
 def test_slots_cover_the_week():
     seen = {slot_of(EPOCH + h * HOUR) for h in range(168)}
     assert seen == set(range(SLOTS))
