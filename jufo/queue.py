@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from typing import Protocol
 
 from .errors import Report
@@ -130,8 +131,11 @@ class QueueLimits:
         # user -> a time at which the user already runs as many jobs as the cap: spans added
         # never lower that count, and a discarded span of the user drops the entry
         self._full: dict[str, int] = {}
-        self.watched: set[str] = set()  # users whose discarded spans are noted in ``freed``
-        self.freed: set[str] = set()
+        # users watched for the end of their being full (``watch``): until when at the latest,
+        # the same as a heap, and those with a span discarded since
+        self.watched: dict[str, int] = {}
+        self._until: list[tuple[int, str]] = []
+        self._freed: set[str] = set()
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
         self._configured()
@@ -178,7 +182,7 @@ class QueueLimits:
             self.by_user[span.user].discard(span)
             self._full.pop(span.user, None)
             if span.user in self.watched:
-                self.freed.add(span.user)
+                self._freed.add(span.user)
         if self.by_array:
             array = _array_of(span)
             if array in self.by_array:
@@ -226,8 +230,10 @@ class QueueLimits:
         >>> limits.add(a); limits.add(b)
         >>> limits.full_until("u", 60), limits.full_until("u", 90), limits.full_until("v", 60)
         (80, None, None)
-        >>> limits.watched.add("u"); limits.discard(b); limits.freed, limits.full_until("u", 60)
-        ({'u'}, None)
+        >>> limits.watch("u", 80); limits.released(79), limits.released(80)
+        ([], ['u'])
+        >>> limits.watch("u", 80); limits.discard(b); limits.released(60), limits.full_until("u", 60)
+        (['u'], None)
         """
         cap = self.user_cap(user) if self.users_limited else None
         spans = self.by_user.get(user, ())
@@ -235,6 +241,26 @@ class QueueLimits:
             return None
         ends = [s.end for s in spans if s.start <= t < s.end]
         return min(ends) if len(ends) >= cap else None
+
+    def watch(self, user: str, until: int) -> None:
+        """Watch ``user``, found full (``full_until``) until ``until``, for ``released``.  O(log w)."""
+        self.watched[user] = until
+        heappush(self._until, (until, user))
+
+    def released(self, now: int) -> list[str]:
+        """The watched users who may no longer be full at ``now``: a span of theirs was
+        discarded, or ``now`` reached their ``until``. They are watched no more. Sorted;
+        O(k log w) for k of w watched users."""
+        users, heap = self._freed, self._until
+        while heap and heap[0][0] <= now:
+            until, user = heappop(heap)
+            if self.watched.get(user) == until:
+                users.add(user)
+        out = sorted(u for u in users if u in self.watched)
+        for user in out:
+            del self.watched[user]
+        users.clear()
+        return out
 
     def exceeded(self, queue: str, user: str, cores: int, start: int, end: int) -> str | None:
         """Which limit a job of ``cores`` in ``[start, end)`` would break, or None."""
