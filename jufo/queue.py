@@ -138,6 +138,9 @@ class QueueLimits:
         self._freed: set[str] = set()
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
+        # array -> (t, until): its tasks fill its throttle over [t, until), unless one of them
+        # is discarded first (which drops the entry; spans added never lower the count)
+        self.full_arrays: dict[str, tuple[int, int]] = {}
         self._configured()
 
     def _configured(self) -> None:
@@ -187,16 +190,25 @@ class QueueLimits:
             array = _array_of(span)
             if array in self.by_array:
                 self.by_array[array].discard(span)
+                self.full_arrays.pop(array, None)
 
     def array_exceeded(self, array: str | None, start: int, end: int) -> str | None:
         """The throttle a task of ``array`` in ``[start, end)`` would break, or None.  O(m log m)
-        for m tasks of the array running or planned, O(1) when fewer than the throttle."""
+        for m tasks of the array running or planned; O(1) when fewer than the throttle, or
+        while the tasks at ``start`` fill it (``full_arrays``: a pass asks for each task)."""
         cap = self.array_caps.get(array) if array is not None and self.array_caps else None
         if cap is None:
             return None
         spans = self.by_array.get(array, ())
-        if len(spans) < cap or peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
+        if len(spans) < cap:
             return None
+        full = self.full_arrays.get(array)
+        if full is None or not full[0] <= start < full[1]:
+            ends = [s.end for s in spans if s.start <= start < s.end]
+            if len(ends) >= cap:
+                self.full_arrays[array] = (start, min(ends))
+            elif peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
+                return None
         return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
 
     def user_exceeded(self, user: str, start: int, end: int) -> str | None:

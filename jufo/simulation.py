@@ -281,9 +281,16 @@ class Simulation(ABC):
         small_only = all(self.saturated(group) for group in self.waiting.groups)
         return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip, small_only)
 
-    def skip(self, group: Any, shape: tuple, size: int, wall: int, bound: int) -> bool:
+    def skip(self, group: Any, shape: tuple, size: int, wall: int, array: str | None, bound: int) -> bool:
         """A request class can be passed over when its group can take no new reservation and
-        none of its jobs can start now: too big for what is free, or a failure covers it."""
+        none of its jobs can start now: too big for what is free, or a failure covers it; or
+        when its jobs are tasks of an array whose throttle is full now (they take no
+        reservation either): an array of 5,000 tasks throttled to 10 is one class, not 5,000
+        jobs looked at in every pass."""
+        if array is not None:
+            full = self.state.limits.full_arrays.get(array)
+            if full is not None and full[0] <= self.state.now < full[1]:
+                return True
         return self.saturated(group) and (size > bound or self.failed.covers(shape, size, wall))
 
     def saturated(self, group: Any) -> bool:

@@ -250,8 +250,9 @@ class WaitingQueue:
 
     With a static formula the order is kept incrementally (O(log n) per change), and the
     jobs that hold no reservation are also kept per *request class* (group, shape, size,
-    wall): jobs of one class fit in exactly the same places, so once one of them fails in a
-    pass, ``walk`` passes over the whole class (and every class a failure covers) at once.
+    wall, and the job array of a task): jobs of one class fit in exactly the same places, so
+    once one of them fails in a pass, ``walk`` passes over the whole class (and every class a
+    failure covers) at once, and over an array's tasks at once while its throttle is full.
     The jobs of an owner held at its cap can be parked outside the classes (``park``).
     With a time-dependent formula the queue is sorted again at each pass and walked whole.
     """
@@ -288,7 +289,7 @@ class WaitingQueue:
 
     def _class(self, job: Job) -> tuple:
         shape, size = job.shape
-        return (self.group(job), shape, size, job.wall)
+        return (self.group(job), shape, size, job.wall, job.array)
 
     def add(self, job: Job) -> None:
         """O(log n)."""
@@ -391,7 +392,7 @@ class WaitingQueue:
     def walk(self, due: list[Job], bound: int, skip, small_only: bool) -> Walk:
         """Static order only: ``due`` (jobs whose reservation starts now) and the unreserved
         jobs, merged in priority order, passing over each class as long as
-        ``skip(group, shape, size, wall, bound)`` says none of its jobs can matter.
+        ``skip(group, shape, size, wall, array, bound)`` says none of its jobs can matter.
         ``small_only``: start from the classes of size ≤ ``bound`` only (no group can take a
         new reservation, so larger ones cannot matter until ``reopen``).
 

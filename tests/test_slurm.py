@@ -3,6 +3,8 @@ job arrays with throttles, heterogeneous jobs, runtime, gpulist (issue 11)."""
 
 from __future__ import annotations
 
+import os
+import random
 import re
 
 import pytest
@@ -220,6 +222,75 @@ def test_array_tasks_and_throttle(tmp_path):
     assert arr["jufo_starttime"] == T0 and arr["jufo_endtime"] == "01/10/12-12:05:00"
     unthrottled, _ = jobs_of(tmp_path, {"arr": waiting(1, 100, ArrayJobId="7", ArrayTaskId="1-3,9")}, {"n1": 8})
     assert unthrottled["arr"]["jufo_array_starts"] == "1-3=01/10/12-12:00:00;9=01/10/12-12:00:00"
+
+
+def throttled_arrays(seed: int) -> bytes:
+    """1-3 arrays of 5-40 tasks throttled to 1-3, some tasks running, among single jobs of
+    the same shapes, on 2-5 nodes; most ending before their wall, some arriving later."""
+    rng = random.Random(seed)
+    nodes = {f"n{i}": rng.choice([2, 4]) for i in range(rng.randint(2, 5))}
+    jobs: dict[str, dict] = {}
+    for a in range(rng.randint(1, 3)):
+        wall = rng.randint(1, 8) * 60
+        for t in range(rng.randint(0, 2)):
+            jobs[f"t{a}{t}"] = running(1, rng.randint(1, wall), wall, ArrayJobId=f"{a}", ArrayTaskId=f"{t}")
+        extra = {"actualruntime": rng.randint(1, wall)} if rng.random() < 0.7 else {}
+        jobs[f"arr{a}"] = waiting(rng.choice([1, 2]), wall, ArrayJobId=f"{a}", state="Pending",
+                                  ArrayTaskId=f"2-{rng.randint(6, 41)}%{rng.randint(1, 3)}",
+                                  queued=f"01/10/12-11:{rng.randint(0, 59):02d}:00", **extra)
+    for i in range(rng.randint(0, 15)):
+        extra = {"actualruntime": rng.randint(1, 480)} if rng.random() < 0.7 else {}
+        queued = f"01/10/12-{rng.choice([11, 12])}:{rng.randint(0, 59):02d}:00"
+        jobs[f"j{i:02d}"] = waiting(rng.choice([1, 2, 4]), rng.randint(1, 8) * 60, queued=queued,
+                                   owner=rng.choice(["u", "v"]), **extra)
+    return snapshot(jobs, nodes)
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "40")) // 2))
+def test_full_arrays_are_passed_over_as_one_class(seed, monkeypatch):
+    """While an array's throttle is full, a pass skips its tasks as one class and the check
+    of a task reads the full throttle from memory: every start, resource, flag and reason
+    equals a run that checks each task against the throttle in every pass, and the skip
+    does happen."""
+    from jufo.errors import Report
+    from jufo.forecast import predict
+    from jufo.queue import QueueLimits, peak
+    from jufo.state import SystemState
+    from test_invariants import settings_all
+
+    raw = throttled_arrays(seed)
+
+    def outcome(settings):
+        forecast = predict(lml.parse(raw), Report(quiet=True), settings)
+        return {j.id: (j.start, j.end, str(j.resources), j.topdog, j.backfilled, j.reason) for j in forecast.jobs}
+
+    def every_time(self, array, start, end):  # the check before the memory of full throttles
+        cap = self.array_caps.get(array) if array is not None and self.array_caps else None
+        spans = self.by_array.get(array, ())
+        if cap is None or len(spans) < cap or peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
+            return None
+        return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
+
+    looks = {"skipping": 0, "every time": 0}  # capped tasks a pass looked at
+    phase = "skipping"
+    capped = SystemState.user_capped
+
+    def counted(self, job, t):
+        held = capped(self, job, t)
+        looks[phase] += held
+        return held
+
+    monkeypatch.setattr(SystemState, "user_capped", counted)
+    for settings in settings_all():
+        if settings["scheduling_algorithm"] != "Backfilling":
+            continue
+        phase = "skipping"
+        skipping = outcome(settings)
+        with monkeypatch.context() as m:
+            m.setattr(QueueLimits, "array_exceeded", every_time)
+            phase = "every time"
+            assert outcome(settings) == skipping, settings
+    assert looks["skipping"] < looks["every time"], looks
 
 
 def test_dependency_on_an_array_waits_for_every_task(tmp_path):
