@@ -42,6 +42,7 @@ class Shape:
     maxtopdogs: str = "1"
     topdogs_per_queue: str = "yes"
     actual: int | None = None  # every job's real run time (at most its wall): early ends, compression
+    array: int = 0  # tasks of one more, pending job array of one-node tasks, throttled to 10 at once
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -107,6 +108,12 @@ def generate(shape: Shape) -> bytes:
         else:
             data["state"] = "Idle"
         objects.append((f"j{j:06d}", "job", data))
+    if shape.array:
+        objects.append(("array", "job", {
+            "owner": "user000", "group": "g", "queue": names[0], "state": "Pending",
+            "queuedate": format_date(EPOCH - 3600, FMT), "wall": "3600", "nummachines": "1",
+            "taskspernode": str(shape.cores), "totalcores": str(shape.cores), "actualruntime": "1800",
+            "ArrayJobId": "1000", "ArrayTaskId": f"0-{shape.array - 1}%10"}))
     return lml.build(objects)
 
 
@@ -118,6 +125,7 @@ CASES: dict[str, Shape] = {
     "juropa-conservative": Shape(maxtopdogs="all"),
     "large": Shape(nodes=160_000, cores=48, jobs=20_000),
     "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
+    "juropa-array": Shape(array=5000),  # a 5,000-task array throttled to 10 (``%10``) in the queue
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
     # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
     # compression at every end, which grows much faster than the jobs (see the README)
@@ -403,7 +411,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  parse+write {row['parse_write_s']:6.3f} s  "
                   f"ratio {row['ratio']:6.1f}  peak {row['peak_mib']:6d} MiB  ({row['jobs']} jobs, "
-                  f"{row['nodes']} nodes, {row['file_mb']} MB)")
+                  + (f"an array of {row['array']} tasks, " if row.get("array") else "")
+                  + f"{row['nodes']} nodes, {row['file_mb']} MB)")
     for series in SERIES:
         growth = [r for r in rows if r["case"].startswith(f"{series}-")]
         if len(growth) >= 2:
