@@ -128,9 +128,9 @@ class QueueLimits:
         self.user_default: int | None = None
         self.user_sources: dict[str, str] = {}  # where each user's cap comes from, for reasons
         self.by_user: dict[str, set] = {}
-        # user -> a time at which the user already runs as many jobs as the cap: spans added
-        # never lower that count, and a discarded span of the user drops the entry
-        self._full: dict[str, int] = {}
+        # user -> (t, until): the user's jobs fill its cap over [t, until), unless one of them
+        # is discarded first (which drops the entry; spans added never lower the count)
+        self.full_users: dict[str, tuple[int, int]] = {}
         # users watched for the end of their being full (``watch``): until when at the latest,
         # the same as a heap, and those with a span discarded since
         self.watched: dict[str, int] = {}
@@ -138,9 +138,7 @@ class QueueLimits:
         self._freed: set[str] = set()
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
-        # array -> (t, until): its tasks fill its throttle over [t, until), unless one of them
-        # is discarded first (which drops the entry; spans added never lower the count)
-        self.full_arrays: dict[str, tuple[int, int]] = {}
+        self.full_arrays: dict[str, tuple[int, int]] = {}  # the same for arrays and their throttles
         self._configured()
 
     def _configured(self) -> None:
@@ -183,7 +181,7 @@ class QueueLimits:
             self.spans[span.queue].discard(span)
         if span.user in self.by_user:
             self.by_user[span.user].discard(span)
-            self._full.pop(span.user, None)
+            self.full_users.pop(span.user, None)
             if span.user in self.watched:
                 self._freed.add(span.user)
         if self.by_array:
@@ -200,32 +198,22 @@ class QueueLimits:
         if cap is None:
             return None
         spans = self.by_array.get(array, ())
-        if len(spans) < cap:
+        if len(spans) < cap or (_full_at(self.full_arrays, array, spans, cap, start) is None
+                                and peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap):
             return None
-        full = self.full_arrays.get(array)
-        if full is None or not full[0] <= start < full[1]:
-            ends = [s.end for s in spans if s.start <= start < s.end]
-            if len(ends) >= cap:
-                self.full_arrays[array] = (start, min(ends))
-            elif peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
-                return None
         return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
 
     def user_exceeded(self, user: str, start: int, end: int) -> str | None:
         """The user cap a job of ``user`` in ``[start, end)`` would break, or None.  O(1) with
-        fewer jobs than the cap or where the user was found full at ``start`` before (a pass
-        asks for each of a capped user's jobs at one time), else O(m log m) for m jobs."""
+        fewer jobs than the cap or while its jobs at ``start`` fill it (``full_users``: a pass
+        asks for each of a capped user's jobs), else O(m log m) for m jobs."""
         cap = self.user_cap(user) if self.users_limited else None
         if cap is None:
             return None
         spans = self.by_user.get(user, ())
-        if len(spans) < cap:  # O(1): fewer jobs than the cap at all
+        if len(spans) < cap or (_full_at(self.full_users, user, spans, cap, start) is None
+                                and peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap):
             return None
-        if self._full.get(user) != start:
-            if sum(1 for s in spans if s.start <= start < s.end) >= cap:
-                self._full[user] = start
-            elif peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap:
-                return None
         return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
 
     def full_until(self, user: str, t: int) -> int | None:
@@ -251,8 +239,7 @@ class QueueLimits:
         spans = self.by_user.get(user, ())
         if cap is None or len(spans) < cap:
             return None
-        ends = [s.end for s in spans if s.start <= t < s.end]
-        return min(ends) if len(ends) >= cap else None
+        return _full_at(self.full_users, user, spans, cap, t)
 
     def watch(self, user: str, until: int) -> None:
         """Watch ``user``, found full (``full_until``) until ``until``, for ``released``.  O(log w)."""
@@ -294,6 +281,22 @@ class QueueLimits:
         if q.starters is not None and peak(spans, start, end, lambda s: s.cores) + cores > q.starters:
             return f"QueueLimit: queue {queue} uses at most {q.starters} cores"
         return None
+
+
+def _full_at(memo: dict, key: str, spans: set, cap: int, t: int) -> int | None:
+    """If ``spans`` active at ``t`` fill ``cap``: the earliest end among them, until which
+    they still fill it, unless one is discarded first (spans added never lower the count).
+    Remembered in ``memo[key]`` as ``(t, until)``; the owner of ``memo`` drops the entry when
+    it discards a span under ``key``. Else None.  O(1) remembered, else O(m)."""
+    known = memo.get(key)
+    if known is not None and known[0] <= t < known[1]:
+        return known[1]
+    ends = [s.end for s in spans if s.start <= t < s.end]
+    if len(ends) < cap:
+        return None
+    until = min(ends)
+    memo[key] = (t, until)
+    return until
 
 
 def _array_of(span: Span) -> str | None:
