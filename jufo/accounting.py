@@ -67,13 +67,14 @@ def from_swf(trace, cores_per_node: int = 1) -> list[JobRecord]:
     """Records of an SWF trace, named as ``swf2lml`` names its jobs (``step`` = job number,
     owner ``userN``, queue ``queueN`` or ``batch``), so snapshots and history match."""
     out = []
+    epoch = trace.epoch  # read from the header at each call
     for job in trace.jobs:
         queue = f"queue{job.queue}" if job.queue >= 0 else "batch"
-        start = trace.epoch + job.start
+        start = epoch + job.start
         out.append(JobRecord(str(job.number), f"user{job.user}", f"group{job.group}", "", queue, "",
                              ceil(job.procs / cores_per_node), job.procs,
                              job.requested if job.requested > 0 else None,
-                             trace.epoch + job.submit, start, start + job.run))
+                             epoch + job.submit, start, start + job.run))
     return out
 
 

@@ -164,3 +164,43 @@ def test_snapshot_jobs_read_as_jobreader_reads_them(trace_file, at, exact, actua
     with_jobs, counts_too = swf.snapshot_objects(trace, conv)
     assert objects == [o for o in with_jobs if o[1] != "job"] and counts == counts_too
     assert same_jobs(jobs, _read_back(trace, conv)) == len(with_jobs) - len(objects) > 0
+
+
+def random_trace(seed: int) -> swf.Trace:
+    """Jobs around day boundaries: repeated numbers, unknown requests, some too big for 8
+    processors, zero waits and run times, waits of days."""
+    import random
+
+    rng = random.Random(seed)
+    jobs = []
+    for k in range(rng.randint(1, 80)):
+        submit = rng.choice([0, swf.TraceIndex.DAY - 1, swf.TraceIndex.DAY]) + rng.randint(0, 3 * swf.TraceIndex.DAY)
+        wait = rng.choice([0, 0, 1, rng.randint(0, 3 * swf.TraceIndex.DAY)])
+        jobs.append(swf.TraceJob(rng.randint(1, 40), submit, wait, rng.choice([0, 1, rng.randint(0, 200_000)]),
+                                 rng.choice([1, 4, 8, 9]), rng.choice([-1, 60, 200_000]), 1, 1, 1))
+    return swf.Trace(jobs, {"MaxProcs": "8"}, unusable=rng.randint(0, 2))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_trace_index_finds_what_a_whole_pass_finds(seed):
+    """A backtest's snapshots read the trace through ``TraceIndex``: the same objects, jobs
+    (ids of repeated numbers included) and counts as a pass over the whole trace, at any
+    second, around day boundaries too; an index built for other walls or another machine is
+    refused."""
+    import random
+
+    trace = random_trace(seed)
+    rng = random.Random(seed)
+    for exact in (False, True):
+        index = swf.TraceIndex(trace, swf.Conversion(at=0, exact=exact, cores=2))
+        ats = [0, 1, swf.TraceIndex.DAY - 1, swf.TraceIndex.DAY] + [rng.randint(0, 7 * swf.TraceIndex.DAY) for _ in range(30)]
+        ats += [j.submit for j in trace.jobs] + [j.start for j in trace.jobs] + [j.start + j.run for j in trace.jobs]
+        for at in ats:
+            conv = swf.Conversion(at=at, exact=exact, cores=2)
+            assert swf._entries(trace, conv, index) == swf._entries(trace, conv), (exact, at)
+        with pytest.raises(ValueError):
+            swf._entries(trace, swf.Conversion(at=5, exact=not exact, cores=2), index)
+        with pytest.raises(ValueError):
+            swf._entries(trace, swf.Conversion(at=5, exact=exact, cores=1), index)
+        with pytest.raises(ValueError):
+            swf._entries(trace, swf.Conversion(at=5, exact=exact, cores=2, future=True), index)
