@@ -43,6 +43,7 @@ class Shape:
     topdogs_per_queue: str = "yes"
     actual: int | None = None  # every job's real run time (at most its wall): early ends, compression
     array: int = 0  # tasks of one more, pending job array of one-node tasks, throttled to 10 at once
+    per_user: int | None = None  # the first queue's ``maxjobsperuser``
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -82,7 +83,7 @@ def generate(shape: Shape) -> bytes:
             data["avail_classes"] = classes
         objects.append((f"n{i:06d}", "node", data))
     for q, name in enumerate(names):
-        objects.append((name, "queue", {}))
+        objects.append((name, "queue", {"maxjobsperuser": str(shape.per_user)} if q == 0 and shape.per_user else {}))
 
     n_running = int(shape.jobs * shape.running_share)
     free = {q: list(range(bounds[q], bounds[q + 1])) for q in range(shape.queues)}
@@ -126,6 +127,7 @@ CASES: dict[str, Shape] = {
     "large": Shape(nodes=160_000, cores=48, jobs=20_000),
     "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
     "juropa-array": Shape(array=5000),  # a 5,000-task array throttled to 10 (``%10``) in the queue
+    "juropa-per-user": Shape(per_user=2),  # the big queue runs at most 2 jobs per user
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
     # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
     # compression at every end, which grows much faster than the jobs (see the README)

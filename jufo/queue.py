@@ -4,7 +4,7 @@ applied by :class:`jufo.windows.QueueWindows`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Protocol
@@ -124,6 +124,11 @@ class QueueLimits:
     def __init__(self, queues: dict[str, Queue]) -> None:
         self.queues = {name: q for name, q in queues.items() if q.limited}
         self.spans: dict[str, set] = {name: set() for name in self.queues}
+        # (queue, user) -> spans, for queues with ``maxjobsperuser``
+        self.per_user: dict[tuple[str, str], set] = {}
+        self._per_user_queues = {name for name, q in self.queues.items() if q.maxjobsperuser is not None}
+        self.full_queues: dict[str, tuple[int, int]] = {}  # as ``full_users``, for ``maxjobs``
+        self.full_per_user: dict[tuple[str, str], tuple[int, int]] = {}  # and for ``maxjobsperuser``
         self.user_caps: dict[str, int] = {}
         self.user_default: int | None = None
         self.user_sources: dict[str, str] = {}  # where each user's cap comes from, for reasons
@@ -169,6 +174,8 @@ class QueueLimits:
     def add(self, span: Span) -> None:
         if span.queue in self.spans:
             self.spans[span.queue].add(span)
+            if span.queue in self._per_user_queues:
+                self.per_user.setdefault((span.queue, span.user), set()).add(span)
         if span.user and self.users_limited:
             self.by_user.setdefault(span.user, set()).add(span)
         if self.array_caps:
@@ -179,6 +186,10 @@ class QueueLimits:
     def discard(self, span: Span) -> None:
         if span.queue in self.spans:
             self.spans[span.queue].discard(span)
+            self.full_queues.pop(span.queue, None)
+            if span.queue in self._per_user_queues:
+                self.per_user[(span.queue, span.user)].discard(span)
+                self.full_per_user.pop((span.queue, span.user), None)
         if span.user in self.by_user:
             self.by_user[span.user].discard(span)
             self.full_users.pop(span.user, None)
@@ -272,18 +283,21 @@ class QueueLimits:
         spans = self.spans[queue]
         if end == start:
             end = start + 1  # a zero-length job still counts at its start instant
-        if q.maxjobs is not None and peak(spans, start, end, lambda s: 1) + 1 > q.maxjobs:
+        if q.maxjobs is not None and len(spans) >= q.maxjobs and (
+                _full_at(self.full_queues, queue, spans, q.maxjobs, start) is not None
+                or peak(spans, start, end, lambda s: 1) + 1 > q.maxjobs):
             return f"QueueLimit: queue {queue} runs at most {q.maxjobs} jobs"
         if q.maxjobsperuser is not None:
-            mine = [s for s in spans if s.user == user]
-            if peak(mine, start, end, lambda s: 1) + 1 > q.maxjobsperuser:
+            mine, most = self.per_user.get((queue, user), ()), q.maxjobsperuser
+            if len(mine) >= most and (_full_at(self.full_per_user, (queue, user), mine, most, start) is not None
+                                      or peak(mine, start, end, lambda s: 1) + 1 > most):
                 return f"QueueLimit: queue {queue} runs at most {q.maxjobsperuser} jobs per user"
         if q.starters is not None and peak(spans, start, end, lambda s: s.cores) + cores > q.starters:
             return f"QueueLimit: queue {queue} uses at most {q.starters} cores"
         return None
 
 
-def _full_at(memo: dict, key: str, spans: set, cap: int, t: int) -> int | None:
+def _full_at(memo: dict, key: Hashable, spans: set, cap: int, t: int) -> int | None:
     """If ``spans`` active at ``t`` fill ``cap``: the earliest end among them, until which
     they still fill it, unless one is discarded first (spans added never lower the count).
     Remembered in ``memo[key]`` as ``(t, until)``; the owner of ``memo`` drops the entry when
