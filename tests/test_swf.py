@@ -168,14 +168,16 @@ def test_snapshot_jobs_read_as_jobreader_reads_them(trace_file, at, exact, actua
 
 def random_trace(seed: int) -> swf.Trace:
     """Jobs around day boundaries: repeated numbers, unknown requests, some too big for 8
-    processors, zero waits and run times, waits of days."""
+    processors, zero waits and run times, waits of days, of about ``LONG`` days and of
+    millions of years."""
     import random
 
     rng = random.Random(seed)
     jobs = []
     for k in range(rng.randint(1, 80)):
         submit = rng.choice([0, swf.TraceIndex.DAY - 1, swf.TraceIndex.DAY]) + rng.randint(0, 3 * swf.TraceIndex.DAY)
-        wait = rng.choice([0, 0, 1, rng.randint(0, 3 * swf.TraceIndex.DAY)])
+        wait = rng.choice([0, 0, 1, rng.randint(0, 3 * swf.TraceIndex.DAY), 10**15 * rng.randint(0, 1),
+                           (swf.TraceIndex.LONG + rng.randint(-1, 1)) * swf.TraceIndex.DAY])
         jobs.append(swf.TraceJob(rng.randint(1, 40), submit, wait, rng.choice([0, 1, rng.randint(0, 200_000)]),
                                  rng.choice([1, 4, 8, 9]), rng.choice([-1, 60, 200_000]), 1, 1, 1))
     return swf.Trace(jobs, {"MaxProcs": "8"}, unusable=rng.randint(0, 2))
@@ -193,7 +195,7 @@ def test_trace_index_finds_what_a_whole_pass_finds(seed):
     rng = random.Random(seed)
     for exact in (False, True):
         index = swf.TraceIndex(trace, swf.Conversion(at=0, exact=exact, cores=2))
-        ats = [0, 1, swf.TraceIndex.DAY - 1, swf.TraceIndex.DAY] + [rng.randint(0, 7 * swf.TraceIndex.DAY) for _ in range(30)]
+        ats = [0, 1, swf.TraceIndex.DAY - 1, swf.TraceIndex.DAY] + [rng.randint(0, 70 * swf.TraceIndex.DAY) for _ in range(30)]
         ats += [j.submit for j in trace.jobs] + [j.start for j in trace.jobs] + [j.start + j.run for j in trace.jobs]
         for at in ats:
             conv = swf.Conversion(at=at, exact=exact, cores=2)
