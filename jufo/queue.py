@@ -188,7 +188,7 @@ class QueueLimits:
             self.spans[span.queue].discard(span)
             self.full_queues.pop(span.queue, None)
             if span.queue in self._per_user_queues:
-                self.per_user[(span.queue, span.user)].discard(span)
+                self.per_user.get((span.queue, span.user), set()).discard(span)
                 self.full_per_user.pop((span.queue, span.user), None)
         if span.user in self.by_user:
             self.by_user[span.user].discard(span)
