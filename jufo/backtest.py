@@ -63,11 +63,11 @@ class TraceSource:
     """A HistorySource over a trace: at ``now``, only what the accounting showed then."""
 
     def __init__(self, records: list[JobRecord], keep_days: int = KEEP_DAYS, submits: list[int] | None = None) -> None:
-        """``records`` sorted by ``(submit, id)`` (``by_submit``), ``submits`` their submit
-        times if known: a backtest makes a source for each snapshot, and sorting HPC2N's
+        """With ``submits``, ``records`` are already sorted (``by_submit``) and ``submits`` are
+        their submit times: a backtest makes a source for each snapshot, and sorting HPC2N's
         202,876 records each time took a sixth of it."""
-        self.by_submit = records
-        self.submits = [r.submit for r in records] if submits is None else submits
+        self.by_submit = by_submit(records) if submits is None else records
+        self.submits = [r.submit for r in self.by_submit] if submits is None else submits
         self.keep = keep_days * 86400
         self.scored_list: list[Scored] = []
 
