@@ -14,6 +14,7 @@ import stat
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -49,6 +50,22 @@ def _quiet_exit(code: int) -> None:
     sys.exit(code)
 
 
+def _out_of_memory() -> NoReturn:
+    """Say it and leave at once: unwinding a half-built heap under a memory limit can spin
+    for minutes (no temporary file exists here: a failed write removed its own)."""
+    os.write(2, b"jufo: error: out of memory (the input is too large for the memory this process may use)\n")
+    os._exit(EXIT_INTERNAL)
+
+
+def _memory_exhausted() -> bool:
+    """Can this process not get 8 MiB more right now?"""
+    try:
+        bytearray(8 << 20)
+    except MemoryError:
+        return True
+    return False
+
+
 def guarded(command):
     """Map InputError to exit 2 and anything unexpected to exit 1, never a traceback."""
 
@@ -65,10 +82,7 @@ def guarded(command):
         except BrokenPipeError:  # the reader went away: nothing to tell it
             _quiet_exit(EXIT_INTERNAL)
         except MemoryError:
-            # say it and leave at once: unwinding a half-built heap under a memory limit can
-            # spin for minutes (no temporary file exists here: a failed write removed its own)
-            os.write(2, b"jufo: error: out of memory (the input is too large for the memory this process may use)\n")
-            os._exit(EXIT_INTERNAL)
+            _out_of_memory()
         except signals.Terminated:
             _fail("terminated; no output written", EXIT_TERMINATED)
         except signals.TimedOut:
@@ -76,6 +90,10 @@ def guarded(command):
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception as err:  # noqa: BLE001 - the last line of defence
+            # CPython 3.11 reports a failed allocation of a new frame's stack as SystemError
+            # ("error return without exception set"): where memory is indeed exhausted, say so
+            if isinstance(err, SystemError) and _memory_exhausted():
+                _out_of_memory()
             if os.environ.get("JUFO_DEBUG"):
                 raise
             _fail(f"internal error: {type(err).__name__}: {err} (set JUFO_DEBUG=1 for a traceback)", EXIT_INTERNAL)

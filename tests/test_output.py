@@ -146,3 +146,28 @@ def test_out_of_memory_is_one_line_and_fast(tmp_path):
         assert seconds < 30 and not (tmp_path / "o.xml").exists()
         said = True
     assert said, "no limit made it run out of memory"
+
+
+@pytest.mark.parametrize("exhausted", [True, False])
+def test_a_system_error_is_out_of_memory_only_where_memory_is_exhausted(tmp_path, exhausted):
+    """CPython 3.11 reports a failed allocation of a new frame's stack as SystemError ("error
+    return without exception set"; seen under a 40 MiB limit). Where no 8 MiB more can be
+    had, that is the out-of-memory line; else an internal error as any other."""
+    script = (
+        "import sys\n"
+        "from jufo import cli, forecast\n"
+        f"cli._memory_exhausted = lambda: {exhausted}\n"
+        "def fail(*args, **kwargs):\n"
+        "    raise SystemError('error return without exception set')\n"
+        "forecast.simulate = fail\n"
+        "cli.main(['predict', sys.argv[1], '-o', sys.argv[2]])\n")
+    target = tmp_path / "o.xml"
+    run = subprocess.run([sys.executable, "-c", script, str(SAMPLE), str(target)], capture_output=True,
+                         env={**os.environ, "JUFO_DEBUG": ""})
+    said = run.stderr.decode().strip()
+    assert run.returncode == 1 and not target.exists()
+    if exhausted:
+        assert said == "jufo: error: out of memory (the input is too large for the memory this process may use)"
+    else:
+        assert said == ("jufo: internal error: SystemError: error return without exception set "
+                        "(set JUFO_DEBUG=1 for a traceback)")
