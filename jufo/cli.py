@@ -18,11 +18,13 @@ from typing import NoReturn
 
 import click
 
-from . import lml, output as out, signals
-from .values import MAX_CORES_PER_NODE, count_of
-from .errors import InputError, Report
-from .history import KEEP_DAYS
-from .calibration import DEFAULT_COVERAGE
+from .io import lml
+from .io import output as out
+from . import signals
+from .io.values import MAX_CORES_PER_NODE, count_of
+from .io.errors import InputError, Report
+from .learn.history import KEEP_DAYS
+from .learn.calibration import DEFAULT_COVERAGE
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -152,7 +154,8 @@ def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None
 
 def _write(doc: lml.Document, forecast, output: str) -> None:
     """The input document with the prediction's data added, written atomically."""
-    from .forecast import provenance, results
+    from .engine.prediction import results
+    from .forecast import provenance
 
     lml.add_results(doc, {**results(forecast), **provenance(doc, forecast.config)})
     out.write(output, lml.serialize(doc))
@@ -176,7 +179,7 @@ def preset_settings(name: str | None) -> dict[str, str]:
 
 
 def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
-    from .configuration import check_keys
+    from .engine.configuration import check_keys
 
     settings: dict[str, str] = {}
     for pair in pairs:
@@ -286,7 +289,7 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
         else:
             click.echo(text)
     if metrics_path:
-        from . import metrics
+        from .views import metrics
 
         metrics.write_run(metrics_path, forecast.jobs, time.perf_counter() - began)
     if verbose:
@@ -304,8 +307,8 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
 
 def prediction_json(doc: lml.Document, forecast) -> dict:
     """``predict --json``: the system time, the settings, a summary, and every job as written."""
-    from . import views
-    from .dates import format_date
+    from .views import show as views
+    from .io.dates import format_date
 
     records = views.job_records(doc)
     waiting = [r for r in records if not r["running"]]
@@ -322,9 +325,10 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
                           history_path: str, coverage: float, keep_days: int):
     """Record what the snapshot shows, forecast with what the history taught, write the
     output, then keep the forecasts (each step its own transaction)."""
-    from . import outlook
-    from .forecast import prepare, provenance
-    from .history import History
+    from .learn import outlook
+    from .engine.snapshot import prepare
+    from .forecast import provenance
+    from .learn.history import History
 
     prepared = prepare(doc, report, settings)
     assert prepared is not None  # predict mode raises instead
@@ -386,7 +390,7 @@ def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
     for err in schema.iter_errors(root):
         where = err.path or "/"
         problems.append(f"schema: {where}: {err.reason}")
-    from .forecast import prepare, read_snapshot
+    from .engine.snapshot import prepare, read_snapshot
 
     report = Report(collect=True)
     prepared = prepare(doc, report)
@@ -433,7 +437,7 @@ def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
 def swf2lml(trace_path: str, output: str, at: int | None, future: bool, exact: bool, actual: bool,
             nodes: int | None, cores: int, overrides: tuple[str, ...], quiet: bool) -> None:
     """Convert a Standard Workload Format trace (.swf, .swf.gz) into a raw LML snapshot."""
-    from . import swf
+    from .io import swf
 
     out.check_target(output)
     trace = swf.read(trace_path)
@@ -470,7 +474,8 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
 
     Processors are counted (system_state=AttributeState) unless --set says otherwise.
     """
-    from . import evaluation, swf
+    from .views import evaluation
+    from .io import swf
 
     began = time.perf_counter()
     if output:
@@ -515,9 +520,10 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
 @guarded
 def evaluate(predicted_path: str, actual_path: str, as_json: bool, per_job: bool) -> None:
     """Compare predicted starts with actual ones: error statistics and schedule measures."""
-    from . import evaluation, swf
-    from .dates import format_date
-    from .views import ISO
+    from .views import evaluation
+    from .io import swf
+    from .io.dates import format_date
+    from .views.show import ISO
 
     doc = lml.read(predicted_path)
     predicted = evaluation.records_of_document(doc, predicted=True)
@@ -586,7 +592,7 @@ def _comma_list(value: str | None) -> set[str] | None:
 def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, partition: str | None,
          fmt: str | None, as_json: bool) -> None:
     """Waiting jobs and their predicted starts, like squeue --start (dates ISO 8601)."""
-    from . import views
+    from .views import show as views
 
     paths = _check_inputs(predicted_paths)
     predicted_path = " + ".join(paths)
@@ -617,7 +623,7 @@ def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, p
 @guarded
 def gantt(predicted_path: str, output: str, title: str | None, by: str, tz: str) -> None:
     """Draw a predicted file: time across; nodes, or one row per job, down."""
-    from . import gantt as chart
+    from .views import gantt as chart
 
     out.check_target(output)
     doc = lml.read(predicted_path)
@@ -653,9 +659,10 @@ def _history_option(f):
 def history_import(source: str, history_path: str, until: str | None, kind: str, cores: int) -> None:
     """Load accounting into the history: an SWF trace, or Slurm's
     `sacct --parsable2 --allusers --format=JobID,User,Group,Account,Partition,QOS,NNodes,NCPUS,Timelimit,Submit,Start,End,State`."""
-    from . import accounting, swf
-    from .dates import parse_date
-    from .history import History
+    from .io import accounting
+    from .io import swf
+    from .io.dates import parse_date
+    from .learn.history import History
 
     if kind == "auto":
         kind = "swf" if source.endswith((".swf", ".swf.gz")) else "sacct"
@@ -696,7 +703,7 @@ def _text_lines(path: str):
     """Lines of a text file (``-``: standard input; ``.gz`` read compressed)."""
     import gzip
 
-    from .values import read_limited
+    from .io.values import read_limited
 
     try:
         if path == "-":
@@ -721,8 +728,8 @@ def _text_lines(path: str):
 def history_show(history_path: str, coverage: float, as_json: bool) -> None:
     """What the history has learned: run-time accuracy and bias per user/queue, start windows,
     user caps, how late real starts come against the simulation, and range coverage so far."""
-    from . import outlook
-    from .history import History
+    from .learn import outlook
+    from .learn.history import History
 
     with History.open(history_path, create=False) as store:
         info = outlook.taught(store, coverage)
@@ -760,7 +767,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     forecast, "starts now" and the history forecast with its range."""
     from dataclasses import asdict
 
-    from . import backtest as bt
+    from .learn import backtest as bt
 
     if dask_address is not None:
         try:

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from lxml import etree
 
-from jufo import lml
+from jufo.io import lml
 from jufo.cli import main
-from jufo.dates import parse_date
+from jufo.io.dates import parse_date
 
 # outputs carry jufo_generated, the time of the run; pinned so that tests comparing bytes of
 # two runs cannot straddle a second (test_cron checks the unpinned stamp)
@@ -51,7 +51,7 @@ def waiting(cores: int, wall: int, queued: str = "01/10/12-11:00:00", nodes: int
 def running(cores: int, ends_in: int, wall: int = 100, nodes: int = 1, **extra) -> dict:
     """A running job that ends ``ends_in`` seconds after T0."""
     start = parse_date(T0)[0] + ends_in - wall
-    from jufo.dates import format_date
+    from jufo.io.dates import format_date
     return {"state": "Running", "owner": "r", "queue": "batch", "queuedate": "01/10/12-10:00:00",
             "dispatchdate": format_date(start, "%m/%d/%y-%H:%M:%S"), "wall": wall,
             "nummachines": nodes, "taskspernode": cores, **extra}

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from jufo.job import Job
-from jufo.node import Machine
+from jufo.engine.job import Job
+from jufo.engine.node import Machine
 
 
 def rank(job: Job) -> tuple:

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from jufo.availability import Changes, Counts, Profile
-from jufo.ranges import NodeCores
-from jufo.state import NodeAlgebra
+from jufo.engine.availability import Changes, Counts, Profile
+from jufo.engine.ranges import NodeCores
+from jufo.engine.node_state import NodeAlgebra
 
 
 def brute(profile: Profile, t: int, end: int, combine):
@@ -107,8 +107,9 @@ def test_sliding_union_of_reserved_sets(seed):
 def test_free_at_from_checkpoints(seed, sharing):
     """What is free at t from the running jobs' view, read from checkpoints kept through starts
     and ends, equals free now plus every release by t."""
-    from jufo.node import Machine, Node
-    from jufo.state import Allocation, NodeState
+    from jufo.engine.node import Machine, Node
+    from jufo.engine.node_state import NodeState
+    from jufo.engine.state import Allocation
 
     rng = random.Random(seed)
     machine = Machine([Node(i, f"n{i}", f"n{i}", 4, None) for i in range(12)])
@@ -145,7 +146,7 @@ def test_lowest_bits_agree_with_counting_bit_by_bit():
     """``ranges.lowest`` searches a prefix from the lowest set bit by doubling and halving;
     it must pick what walking the bits one by one picks, for sparse, dense, empty and
     high-lying masks, machine-sized ones too, and for more bits than the mask holds."""
-    from jufo.ranges import lowest
+    from jufo.engine.ranges import lowest
 
     def one_by_one(mask: int, k: int) -> int | None:
         ones = [i for i, bit in enumerate(reversed(bin(mask)[2:])) if bit == "1"]  # positions, lowest first
@@ -172,9 +173,9 @@ def test_union_profile_buckets_match_segments():
     through random reservations, removals and clock moves."""
     import random
 
-    from jufo.availability import UnionProfile
-    from jufo.ranges import NodeCores
-    from jufo.state import NodeAlgebra
+    from jufo.engine.availability import UnionProfile
+    from jufo.engine.ranges import NodeCores
+    from jufo.engine.node_state import NodeAlgebra
 
     rng = random.Random(5)
     profile, held, now, used = UnionProfile(0, NodeCores(), NodeAlgebra([0b1111] * 40)), [], 0, 0

@@ -129,7 +129,8 @@ def test_a_command_collects_cycles_rarely_and_restores_the_collector_after(monke
     objects and few cycles) and give a caller in the same process its own back, also on error."""
     import gc
 
-    from jufo import cli, lml
+    from jufo import cli
+    from jufo.io import lml
 
     seen = []
     read_all = lml.read_all

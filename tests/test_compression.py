@@ -6,9 +6,10 @@ import random
 import pytest
 
 from conftest import snapshot
-from jufo import lml
-from jufo.errors import Report
-from jufo.forecast import prepare, simulate
+from jufo.io import lml
+from jufo.io.errors import Report
+from jufo.engine.prediction import simulate
+from jufo.engine.snapshot import prepare
 
 
 def case(seed: int, whole: bool = False) -> bytes:
@@ -42,9 +43,10 @@ def test_no_job_starts_after_its_first_reservation(seed, state, topdogs):
 def counts_compression(seed: int) -> tuple[list, list]:
     """The moves and the profile after compressing a random count state's reservations, with
     AttributeState's loop and with the plain ``earlier`` then ``replan`` of each in turn."""
-    from jufo.job import Job
-    from jufo.node import Machine, Node
-    from jufo.state import Allocation, AttributeState, SystemState
+    from jufo.engine.job import Job
+    from jufo.engine.node import Machine, Node
+    from jufo.engine.attribute_state import AttributeState
+    from jufo.engine.state import Allocation, SystemState
 
     rng = random.Random(seed)
     machine = Machine([Node(i, f"n{i}", f"n{i}", 4, None) for i in range(rng.randint(1, 6))])
@@ -96,9 +98,10 @@ def test_counts_compression_cases_move_jobs():
 def test_counts_compression_takes_a_gap_exactly_as_long_as_the_wall():
     """4 cores; a job on all of them ends at 0 instead of 10, a reservation holds 3 cores over
     [10, 30): the 2-core 10 s job reserved at 30 moves to 0, into a gap exactly its wall long."""
-    from jufo.job import Job
-    from jufo.node import Machine, Node
-    from jufo.state import Allocation, AttributeState
+    from jufo.engine.job import Job
+    from jufo.engine.node import Machine, Node
+    from jufo.engine.attribute_state import AttributeState
+    from jufo.engine.state import Allocation
 
     state = AttributeState(Machine([Node(0, "n0", "n0", 4, None)]), {})
     running = Allocation(0, 10, 4, 4, "", "", None)
@@ -121,7 +124,7 @@ def test_a_refused_job_gets_its_look_when_the_top_dog_moves_to_now_and_starts():
     the moved reservation makes no second pass at 10 (T is due in this one). At 60 T ends and
     B starts, no top dog (T's old wake-up at 100 makes no pass), as tests/reference.py has it."""
     from conftest import T0, waiting
-    from jufo.dates import format_date, parse_date
+    from jufo.io.dates import format_date, parse_date
 
     at = lambda s: format_date(parse_date(T0)[0] + s, "%m/%d/%y-%H:%M:%S")
     jobs = {"A": waiting(4, 100, at(0), userprio=10, actualruntime=10),
@@ -141,9 +144,10 @@ def node_compression(seed: int) -> int:
     every reservation holds whole nodes its windows unite bits, else sets. All three ways (bits,
     sets, and dropping the reservation to search afresh) find the same slot on the same nodes.
     Returns how many reservations moved."""
-    from jufo.job import Job
-    from jufo.node import Machine, Node
-    from jufo.state import Allocation, NodeState, SystemState
+    from jufo.engine.job import Job
+    from jufo.engine.node import Machine, Node
+    from jufo.engine.node_state import NodeState
+    from jufo.engine.state import Allocation, SystemState
 
     rng = random.Random(seed)
     cores = rng.choice([1, 4])
@@ -217,7 +221,8 @@ def test_node_compression_looks_only_where_something_came_back(seed, topdogs, wh
     the intervals given back since then end, or where reservations take their nodes again less
     the wall (``Freed``). Whole runs with early ends give the same starts on the same nodes
     with that bound and without it."""
-    from jufo.state import NEVER, Freed
+    from jufo.engine.node_state import Freed
+    from jufo.engine.state import NEVER
 
     settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": topdogs, "system_state": "NodeState"}
     bounded = node_schedule(seed, whole, settings)

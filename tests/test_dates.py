@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jufo.dates import FORMATS, _fast, parse_date
+from jufo.io.dates import FORMATS, _fast, parse_date
 
 
 def test_fast_path_agrees_with_strptime():
@@ -30,7 +30,7 @@ def test_the_date_writer_agrees_with_format_date():
     """``date_writer`` formats each day once and appends the time: the same text as
     ``format_date`` for every format, across days, years a two-digit year cannot spell
     (written as YYYY-MM-DD) and before 1970; other formats are passed to ``format_date``."""
-    from jufo.dates import date_writer, format_date
+    from jufo.io.dates import date_writer, format_date
 
     rng = random.Random(11)
     for fmt in [f for _, f in FORMATS] + ["%d.%m.%Y %H:%M", "%j %H:%M:%S"]:

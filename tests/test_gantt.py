@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from lxml import etree
 
 from conftest import T0, snapshot, running, waiting
-from jufo import gantt, lml
+from jufo.views import gantt
+from jufo.io import lml
 from jufo.cli import main
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -9,7 +9,7 @@ from lxml import etree
 
 from conftest import SAMPLES, predictions, running, snapshot, waiting
 from jufo.cli import main
-from jufo.dates import format_date, parse_date
+from jufo.io.dates import format_date, parse_date
 
 
 def run(tmp_path, raw: bytes, *options: str):

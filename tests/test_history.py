@@ -12,14 +12,15 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT, T0, predictions, running, snapshot, waiting
-from jufo import accounting, swf
-from jufo.accounting import JobRecord
-from jufo.backtest import Settings, snapshot_forecasts
-from jufo.behaviour import learn_user_caps, learn_windows
+from jufo.io import accounting
+from jufo.io import swf
+from jufo.io.accounting import JobRecord
+from jufo.learn.backtest import Settings, snapshot_forecasts
+from jufo.learn.behaviour import learn_user_caps, learn_windows
 from jufo.cli import main
-from jufo.dates import parse_date
-from jufo.history import APPLICATION_ID, SCHEMA_VERSION, History, Observation
-from jufo.windows import HOUR, wall_class
+from jufo.io.dates import parse_date
+from jufo.learn.history import APPLICATION_ID, SCHEMA_VERSION, History, Observation
+from jufo.engine.windows import HOUR, wall_class
 
 TRACES = ROOT.parent / "shared" / "traces"
 KTH = TRACES / "KTH-SP2-1996-2-filtered-sc15.swf.gz"

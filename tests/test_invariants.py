@@ -13,11 +13,12 @@ from collections import defaultdict
 import pytest
 
 from conftest import T0, snapshot
-from jufo import lml
-from jufo.dates import format_date, parse_date
-from jufo.errors import Report
-from jufo.forecast import predict, results
-from jufo.ranges import bits_of
+from jufo.io import lml
+from jufo.io.dates import format_date, parse_date
+from jufo.io.errors import Report
+from jufo.forecast import predict
+from jufo.engine.prediction import results
+from jufo.engine.ranges import bits_of
 
 EPOCH = parse_date(T0)[0]
 CONFIGS = [
@@ -249,8 +250,8 @@ def test_a_job_passed_over_while_its_group_was_full_gets_the_slot_freed_later_in
 def test_bench_shape_actual_ends_jobs_early():
     """``Shape(actual=...)`` gives every job that real run time, at most its wall: the
     benchmark's and these tests' early ends."""
-    from jufo.bench import Shape, generate
-    from jufo.lml import parse
+    from benchmarks.bench import Shape, generate
+    from jufo.io.lml import parse
 
     jobs = [o.data for o in parse(generate(Shape(nodes=40, jobs=60, actual=3600))).of_type("job")]
     assert len(jobs) == 60
@@ -264,8 +265,8 @@ def test_reach_changes_nothing(sharing, early, monkeypatch):
     """Conservative backfilling on a JUROPA-like snapshot (two queues on their own nodes, 400
     jobs) gives the same output whether or not searches begin where a larger or longer
     request of the same shape fitted (state.Reach), and the memo is really used."""
-    from jufo.bench import Shape, generate
-    from jufo.state import Reach
+    from benchmarks.bench import Shape, generate
+    from jufo.engine.node_state import Reach
 
     # early: jobs end before their wall, so compression, and reach cleared at every end
     raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing, actual=1800 if early else None))
@@ -291,10 +292,10 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
     """The free-unit counts per eligible node set (``NodeState._pool``) agree, at every change
     point, with a count from scratch of what is free and reserved; searches that skip ahead by
     them give the same output as searches that do not; and they really skip."""
-    from jufo.availability import FOREVER, Changes
-    from jufo.bench import Shape, generate
-    from jufo.ranges import NodeCores
-    from jufo.state import NodeState
+    from jufo.engine.availability import FOREVER, Changes
+    from benchmarks.bench import Shape, generate
+    from jufo.engine.ranges import NodeCores
+    from jufo.engine.node_state import NodeState
 
     raw = generate(Shape(nodes=150 if early else 300, jobs=200 if early else 400, running_share=0.2,
                          node_sharing=sharing, actual=1800 if early else None))  # (early: smaller, slow to recount)
@@ -345,8 +346,8 @@ def test_pools_change_nothing(sharing, early, monkeypatch):
 def test_buckets_change_nothing(sharing, monkeypatch):
     """Searches that unite reserved sets per time bucket (large machines) give the same output
     as searches that slide a window over the segments (small ones), on a JUROPA-like snapshot."""
-    from jufo.bench import Shape, generate
-    from jufo.state import NodeState
+    from benchmarks.bench import Shape, generate
+    from jufo.engine.node_state import NodeState
 
     raw = generate(Shape(nodes=300, jobs=400, running_share=0.2, node_sharing=sharing))
     settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all"}

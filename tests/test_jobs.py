@@ -200,9 +200,9 @@ def test_whole_nodes_are_written_as_node_by_node_would_write_them():
     text equals the general node-by-node writer's, on machines with and without one size."""
     import random
 
-    from jufo.forecast import resource_pairs
-    from jufo.node import Machine, Node
-    from jufo.ranges import NodeCores, format_nested
+    from jufo.engine.prediction import resource_pairs
+    from jufo.engine.node import Machine, Node
+    from jufo.engine.ranges import NodeCores, format_nested
 
     rng = random.Random(7)
     for sizes in ([4] * 70, [4] * 35 + [8] * 35, [1] * 70):

@@ -6,8 +6,8 @@ import xmlschema
 
 from conftest import OFFICIAL_XSD, SAMPLES, predictions, snapshot, waiting
 
-from jufo import lml
-from jufo.errors import InputError
+from jufo.io import lml
+from jufo.io.errors import InputError
 
 @pytest.fixture(scope="module")
 def official():

@@ -9,8 +9,9 @@ import random
 import pytest
 
 from conftest import SAMPLES, running, snapshot, waiting
-from jufo import lml, lmlscan
-from jufo.errors import InputError
+from jufo.io import lml
+from jufo.io import lmlscan
+from jufo.io.errors import InputError
 from test_lml import DOCUMENTS, INFO_LAYOUTS, _document
 
 CASES = int(os.environ.get("JUFO_FUZZ", "300"))

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import SAMPLES
-from jufo import output
+from conftest import ROOT, SAMPLES
+from jufo.io import output
 from jufo.signals import Terminated
 
 SAMPLE = SAMPLES / "slurm-adapter.xml"
@@ -77,7 +77,7 @@ def test_a_termination_while_writing_removes_the_temporary_file(tmp_path, monkey
 
 def test_sigterm_exits_143_without_output_or_temporary_files(tmp_path):
     big = tmp_path / "big.xml"
-    subprocess.run([sys.executable, "-m", "jufo.bench", "large", "--write", str(big)], check=True)
+    subprocess.run([sys.executable, "-m", "benchmarks.bench", "large", "--write", str(big)], check=True, cwd=ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "jufo", "predict", str(big), "-o", str(tmp_path / "out.xml")],
                             stderr=subprocess.PIPE)
     time.sleep(3)
@@ -125,7 +125,7 @@ def test_out_of_memory_is_one_line_and_fast(tmp_path):
     """Under growing address-space limits: each run either succeeds or says "out of memory" in
     one line (exit 1) within seconds; limits too small for jufo's own imports are passed over."""
     snap = tmp_path / "juropa.xml"
-    subprocess.run([sys.executable, "-m", "jufo.bench", "juropa", "--write", str(snap)], check=True)
+    subprocess.run([sys.executable, "-m", "benchmarks.bench", "juropa", "--write", str(snap)], check=True, cwd=ROOT)
     oom = "jufo: error: out of memory (the input is too large for the memory this process may use)"
     said = False
     for mb in range(30, 400, 10):

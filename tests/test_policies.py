@@ -10,13 +10,14 @@ from click.testing import CliRunner
 
 from conftest import T0, snapshot, waiting
 from jufo.cli import main
-from jufo import lml
-from jufo.behaviour import Behaviour
-from jufo.dates import format_date, parse_date
-from jufo.errors import Report
-from jufo.forecast import prepare, simulate
-from jufo.ranges import bits_of
-from jufo.windows import HOUR, SLOTS, WEEK, QueueWindows, WeeklyWindows, parse_spans, second_of_week, slot_of
+from jufo.io import lml
+from jufo.engine.prediction import Behaviour
+from jufo.io.dates import format_date, parse_date
+from jufo.io.errors import Report
+from jufo.engine.prediction import simulate
+from jufo.engine.snapshot import prepare
+from jufo.engine.ranges import bits_of
+from jufo.engine.windows import HOUR, SLOTS, WEEK, QueueWindows, WeeklyWindows, parse_spans, second_of_week, slot_of
 from reference import Reference
 from test_invariants import settings_all
 
@@ -156,8 +157,8 @@ def test_parking_capped_users_changes_no_start(seed, monkeypatch):
     """A pass parks the jobs of users at their cap (out of the class walk until one of their
     jobs ends or moves, or the earliest-ending one reaches its wall): every start, resource,
     flag and reason equals a run that visits them at every pass, and parking does happen."""
-    from jufo.simulation import Backfilling
-    from jufo.sorter import WaitingQueue
+    from jufo.engine.simulation import Backfilling
+    from jufo.engine.sorter import WaitingQueue
 
     raw, caps = capped_queue(seed)
     parks = []

@@ -8,9 +8,10 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from easy_reference import load, simulate
-from jufo import lml, swf
+from jufo.io import lml
+from jufo.io import swf
 from jufo.cli import main
-from jufo.errors import Report
+from jufo.io.errors import Report
 from jufo.forecast import predict
 
 TRACES = ROOT.parent / "shared" / "traces"

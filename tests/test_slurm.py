@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SAMPLES, T0, predictions, running, snapshot, waiting
-from jufo import lml
+from jufo.io import lml
 from jufo.cli import main
-from jufo.jobsets import parse_tasks
-from jufo.slurm import Meaning, classify
+from jufo.engine.jobsets import parse_tasks
+from jufo.io.slurm import Meaning, classify
 
 SET = SAMPLES / "llview2"
 FILES = ["sysinfo_LML.xml", "nodes_LML.xml", "jobs_LML.xml", "reservation_LML.xml", "classes_LML.xml"]
@@ -252,10 +252,10 @@ def test_full_arrays_are_passed_over_as_one_class(seed, monkeypatch):
     of a task reads the full throttle from memory: every start, resource, flag and reason
     equals a run that checks each task against the throttle in every pass, and the skip
     does happen."""
-    from jufo.errors import Report
+    from jufo.io.errors import Report
     from jufo.forecast import predict
-    from jufo.queue import QueueLimits, peak
-    from jufo.state import SystemState
+    from jufo.engine.queue import QueueLimits, peak
+    from jufo.engine.state import SystemState
     from test_invariants import settings_all
 
     raw = throttled_arrays(seed)
@@ -414,8 +414,8 @@ def test_batch_estimate_beside_the_prediction(tmp_path):
 def test_keys_match_sacct_names():
     """A running array task (scontrol: its own JobId) and a pending one expanded from the array
     record share sacct's name; het components are het+offset: so the history can follow them."""
-    from jufo.errors import Report
-    from jufo.forecast import read_snapshot
+    from jufo.io.errors import Report
+    from jufo.engine.snapshot import read_snapshot
 
     doc = lml.read_all([str(SET / f) for f in FILES])
     keys = {job.key for job in read_snapshot(doc, Report(quiet=True)).jobs}

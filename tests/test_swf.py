@@ -7,10 +7,11 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import running, snapshot, waiting
-from jufo import lml, swf
+from jufo.io import lml
+from jufo.io import swf
 from jufo.cli import main
-from jufo.dates import parse_date
-from jufo.errors import Report
+from jufo.io.dates import parse_date
+from jufo.io.errors import Report
 
 TRACE = """; Version: 2.2
 ; MaxProcs: 8
@@ -139,7 +140,7 @@ def test_evaluate_needs_predictions(trace_file, tmp_path):
 
 def _read_back(trace, conv):
     """The jobs as JobReader reads them from the snapshot's objects."""
-    from jufo.forecast import read_snapshot
+    from jufo.engine.snapshot import read_snapshot
 
     objects, _ = swf.snapshot_objects(trace, conv)
     return read_snapshot(lml.from_objects(objects), Report(quiet=True)).jobs

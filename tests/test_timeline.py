@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from jufo.timeline import Kind, Timeline
+from jufo.engine.timeline import Kind, Timeline
 
 
 @pytest.mark.parametrize("seed", range(200))

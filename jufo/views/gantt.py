@@ -20,12 +20,12 @@ from datetime import datetime, timezone
 from html import escape
 from importlib import resources
 
-from .dates import format_date
-from .errors import InputError, Report
-from .lml import Document
-from .node import Machine, compress_hostlist, read_nodes
-from .ranges import ranges_of
-from .views import Bar, bars, duration, now_of
+from ..io.dates import format_date
+from ..io.errors import InputError, Report
+from ..io.lml import Document
+from ..engine.node import Machine, compress_hostlist, read_nodes
+from ..engine.ranges import ranges_of
+from .show import Bar, bars, duration, now_of
 
 WIDTH, TOP, BOTTOM, RIGHT = 1200, 96, 56, 24  # plot width and margins in pixels
 LEFT = {"nodes": 110, "jobs": 190}  # room for node names, or queue and job ids
@@ -175,8 +175,8 @@ def layout(doc: Document, title: str = "", by: str = "auto", tz: str = "local") 
 
 def _reservations(doc: Document, machine: Machine, quiet: Report) -> list[tuple[str, int, int, list[int], int]]:
     """(id, start, end, node indices, cores) of the file's reservations, read as the forecast reads them."""
-    from .ranges import bits_of
-    from .reservation import read_reservations
+    from ..engine.ranges import bits_of
+    from ..engine.reservation import read_reservations
 
     out = []
     for res in read_reservations(doc.of_type("reservation"), machine, 0, quiet):  # epoch 0: absolute times
@@ -435,7 +435,7 @@ def _tick_svg(t: int, f: _Frame) -> str:
 def html(chart: Chart) -> str:
     """The SVG in a page that works offline: wheel or buttons zoom the time axis, dragging
     pans, a filter hides other jobs, a user's jobs can be highlighted."""
-    script = resources.files("jufo").joinpath("gantt.js").read_text(encoding="utf-8")
+    script = resources.files("jufo.views").joinpath("gantt.js").read_text(encoding="utf-8")
     users = "".join(f'<option value="{escape(u)}">{escape(u)}</option>' for u in chart.users)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -1,6 +1,6 @@
 """Queue limits (``maxjobs``, ``maxjobsperuser``, ``starters``) and their check over a time window;
 a queue's time-of-day settings (``windows``, ``maxnodes``, ``window_end``) are read here and
-applied by :class:`jufo.windows.QueueWindows`."""
+applied by :class:`jufo.engine.windows.QueueWindows`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Protocol
 
-from .errors import Report
-from .lml import LmlObject
+from ..io.errors import Report
+from ..io.lml import LmlObject
 
 LIMIT_KEYS = ("maxjobs", "maxjobsperuser", "starters")
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-from .accounting import JobRecord
-from .windows import CLASSES, DAY, HOUR, SLOTS, WEEK, WeeklyWindows, slot_of, wall_class
+from ..io.accounting import JobRecord
+from ..engine.windows import CLASSES, DAY, HOUR, SLOTS, WEEK, slot_of, wall_class
 
 WINDOW_WEEKS = 8
 MIN_EXPECTED = 5.0
@@ -33,15 +32,6 @@ CAP_DAYS = 30
 CAP_HOURS = 6
 # hours of each slot in one week: Mon-Fri slots occur five times
 _SLOT_HOURS = [5] * 24 + [1] * 48
-
-
-@dataclass
-class Behaviour:
-    """Learned habits handed to the simulation, and the run-time model name per job."""
-
-    windows: WeeklyWindows | None = None
-    user_caps: dict[str, int] = field(default_factory=dict)
-    runtimes: dict[str, tuple[int, str]] = field(default_factory=dict)  # job id → (seconds, model)
 
 
 def _add_exposure(row: list[float], start: int, end: int) -> None:

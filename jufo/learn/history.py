@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .accounting import JobRecord
+from ..io.accounting import JobRecord
 from .calibration import Scored
-from .errors import InputError
+from ..io.errors import InputError
 
 APPLICATION_ID = 0x6A75666F  # "jufo"
 SCHEMA_VERSION = 1

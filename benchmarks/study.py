@@ -1,4 +1,4 @@
-"""Mallmann's strategy study on real traces: ``python -m jufo.study [TRACE...]`` replays every
+"""Mallmann's strategy study on real traces: ``python -m benchmarks.study [TRACE...]`` replays every
 strategy preset of ``configs/`` (FCFS, SPTF, LPTF, SJSF, LJSF, SCDF, LCDF; each without and
 with EASY backfilling) and prints mean wait, mean bounded slowdown (10 s) and utilisation as a
 Markdown table. Traces without requested times (Lublin's model) are replayed with ``--exact``.
@@ -45,7 +45,7 @@ def table(trace: str, workers: int = 2) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m jufo.study", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.study", description=__doc__)
     parser.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     parser.add_argument("-j", "--jobs", type=int, default=2, help="replays at once")
     args = parser.parse_args(argv)

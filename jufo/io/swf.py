@@ -19,7 +19,7 @@ from math import ceil
 from . import lml
 from .dates import date_writer, format_date
 from .errors import InputError
-from .job import RUNNING, WAITING, Job
+from ..engine.job import RUNNING, WAITING, Job
 from .values import MAX_NODES
 
 _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endless line

@@ -1,6 +1,6 @@
 """Synthetic raw-LML snapshots of any size, and the benchmark that times ``jufo predict`` on them.
 
-``python -m jufo.bench`` times the whole command (read, simulate, write) against lxml only
+``python -m benchmarks.bench`` times the whole command (read, simulate, write) against lxml only
 parsing and writing the same file, and prints both, their ratio and peak memory. Each case
 runs in a fresh process several times; the median counts.
 """
@@ -19,8 +19,9 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
-from . import lml
-from .dates import format_date
+import jufo
+from jufo.io import lml
+from jufo.io.dates import format_date
 
 EPOCH = 1_700_000_000  # 2023-11-14 22:13:20
 FMT = "%m/%d/%y-%H:%M:%S"
@@ -182,7 +183,7 @@ def bench_replay(repeat: int) -> dict:
 
 def trace_snapshot(at: int = 15_000_000, nodes: int = 100) -> bytes:
     """A snapshot of the KTH-SP2 trace at ``at`` seconds: running, waiting and later jobs."""
-    from . import swf
+    from jufo.io import swf
 
     data, _ = swf.snapshot(swf.read(KTH), swf.Conversion(at=at, future=True, actual=True, nodes=nodes,
                                                          settings={"system_state": "NodeState"}))
@@ -193,8 +194,8 @@ def synthetic_history(path: str, shape: Shape, days: int = 90, per_day: int = 60
     """A history as ``days`` of cron runs on the ``shape`` machine would leave it: finished jobs
     of the same users and queues (run times a random share of the wall), and one scored
     forecast per job, so every learner and the calibration have their full load."""
-    from .accounting import JobRecord
-    from .history import History
+    from jufo.io.accounting import JobRecord
+    from jufo.learn.history import History
 
     rng = random.Random(shape.seed + 1)
     names = [f"q{q}" for q in range(shape.queues)]
@@ -368,7 +369,7 @@ ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m jufo.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__)
     parser.add_argument("cases", nargs="*", default=["juropa"],
                         help=f"cases: {', '.join(ALL_CASES)}, {', '.join(SERIES)}")
     parser.add_argument("--repeat", type=int, default=5)
@@ -386,7 +387,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown case {unknown[0]!r}; cases: {', '.join(ALL_CASES)}, {', '.join(SERIES)}")
     # time jufo as installed (pip compiles it to bytecode): where PYTHONDONTWRITEBYTECODE is
     # set, each run would otherwise compile its 10,000 lines first (0.13 s here)
-    compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
+    compileall.compile_dir(os.path.dirname(os.path.abspath(jufo.__file__)), quiet=1)
     rows = []
     for name in names:
         row = bench(name, CASES.get(name), args.repeat)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import resource
 import time
 
-from . import output
+from ..io import output
 
 METRICS = (
     ("jufo_jobs_read", "Jobs in the snapshot."),

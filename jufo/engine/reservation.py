@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .dates import parse_date, parse_seconds
-from .errors import Report
-from .lml import LmlObject
+from ..io.dates import parse_date, parse_seconds
+from ..io.errors import Report
+from ..io.lml import LmlObject
 from .node import Machine, parse_nodelist
 from .ranges import NodeCores, lowest
 

@@ -16,7 +16,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from .dates import parse_date
+from ..io.dates import parse_date
 
 BSLD_THRESHOLD = 10
 

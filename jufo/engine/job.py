@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any
 
-from .dates import parse_date, parse_seconds
-from .errors import Report
-from .lml import LmlObject
+from ..io.dates import parse_date, parse_seconds
+from ..io.errors import Report
+from ..io.lml import LmlObject
 from .node import name_pairs, parse_memory
-from .slurm import Meaning, classify, state_of
-from .values import MAX_COUNT, MAX_SECONDS, plain_digits, whole
+from ..io.slurm import Meaning, classify, state_of
+from ..io.values import MAX_COUNT, MAX_SECONDS, plain_digits, whole
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import Report
+from ..io.errors import Report
 from .job import Job
 from .reservation import Reservation
 from .dependency import END, START

@@ -9,13 +9,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import InputError, Report
+from ..io.errors import InputError, Report
 from .job import Job
 from .node import Machine
 from .queue import Queue
 from .simulation import ALGORITHMS, Policy, Simulation
 from .sorter import Formula, FormulaError, JobSorter
-from .state import AttributeState, NodeState, SystemState
+from .attribute_state import AttributeState
+from .node_state import NodeState
+from .state import SystemState
 
 DEFAULTS: dict[str, str] = {
     "scheduling_algorithm": "Backfilling",
@@ -50,7 +52,7 @@ def check_keys(settings: dict[str, str], source: str) -> None:
     >>> check_keys({"maxtopdog": "all"}, "--set")
     Traceback (most recent call last):
     ...
-    jufo.errors.InputError: --set: maxtopdog='all': unknown scheduler key; did you mean 'maxtopdogs'?
+    jufo.io.errors.InputError: --set: maxtopdog='all': unknown scheduler key; did you mean 'maxtopdogs'?
     """
     import difflib
 

@@ -24,8 +24,8 @@ from operator import attrgetter
 
 from sortedcontainers import SortedKeyList
 
-from .dates import parse_date
-from .errors import Report
+from ..io.dates import parse_date
+from ..io.errors import Report
 from .job import Job
 
 CALLS = {"min": min, "max": max, "abs": abs, "log": math.log, "sqrt": math.sqrt}
@@ -53,7 +53,7 @@ class Formula:
     >>> Formula("__import__('os')", [])
     Traceback (most recent call last):
     ...
-    jufo.sorter.FormulaError: calls other than min, max, abs, log, sqrt are not allowed
+    jufo.engine.sorter.FormulaError: calls other than min, max, abs, log, sqrt are not allowed
     """
 
     def __init__(self, text: str, jobs: Iterable[Job]) -> None:

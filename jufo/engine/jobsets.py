@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 from itertools import groupby
 
-from .errors import Report
+from ..io.errors import Report
 from .job import Job
 
 MAX_TASKS = 100_000  # per array record (Slurm's default MaxArraySize is 1,001)

@@ -14,18 +14,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import jobsets
-from .accounting import JobRecord
-from .behaviour import Behaviour, learn_user_caps, learn_windows
+from ..engine import jobsets
+from ..io.accounting import JobRecord
+from ..engine.prediction import Behaviour
+from .behaviour import learn_user_caps, learn_windows
 from .calibration import DEFAULT_COVERAGE, Calibration, Scored, bucket, bucket_label
-from .configuration import Configuration
-from .dates import date_writer, format_date, parse_date
-from .errors import Report
-from .forecast import Forecast, Snapshot, resource_pairs, simulate
+from ..engine.configuration import Configuration
+from ..io.dates import date_writer, format_date, parse_date
+from ..io.errors import Report
+from ..engine.prediction import Forecast, resource_pairs, simulate
+from ..engine.snapshot import Snapshot
 from .history import History, Observation
-from .job import HELD_STATES, WAITING, Job
+from ..engine.job import HELD_STATES, WAITING, Job
 from .runtime import RuntimePredictor, accuracy as runtime_accuracy
-from .windows import WeeklyWindows
+from ..engine.windows import WeeklyWindows
 
 
 class HistorySource(Protocol):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .dates import format_date, parse_date
-from .lml import Document
-from .node import compress_hostlist, pair_names
-from .ranges import parse_nested
+from ..io.dates import format_date, parse_date
+from ..io.lml import Document
+from ..engine.node import compress_hostlist, pair_names
+from ..engine.ranges import parse_nested
 
 
 @dataclass

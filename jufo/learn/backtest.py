@@ -22,13 +22,15 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from . import accounting, lml, swf
-from .accounting import JobRecord
+from ..io import accounting
+from ..io import lml
+from ..io import swf
+from ..io.accounting import JobRecord
 from .calibration import Calibration, Scored
-from .errors import Report
-from .forecast import prepare
+from ..io.errors import Report
+from ..engine.snapshot import prepare
 from .history import KEEP_DAYS, SCORED_LIMIT
-from .forecast import simulate
+from ..engine.prediction import simulate
 from .outlook import DEFAULT_COVERAGE, behaviour_for, learn
 
 WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 3600, "1-6 h"),

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from .errors import Report
-from .lml import LmlObject
+from ..io.errors import Report
+from ..io.lml import LmlObject
 from .ranges import format_ranges, full_mask
-from .values import MAX_CORES_PER_NODE, MAX_COUNT, MAX_MEMORY_MB, MAX_NODES, whole
+from ..io.values import MAX_CORES_PER_NODE, MAX_COUNT, MAX_MEMORY_MB, MAX_NODES, whole
 
 _CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)|\[\s*([^:\[\]\s]+)\s*:\s*(\d+)\s*\]")
 UNUSABLE_STATES = {"down", "drained", "drain", "maint", "unknown", "offline", "fail", "failing"}

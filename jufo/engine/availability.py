@@ -411,8 +411,8 @@ class UnionProfile(Profile):
     union grows with every ``add`` over its bucket and is dropped by a ``subtract``. The clock
     needs nothing: the bucket holding now (and its forgotten segments) is always an edge.
 
-    >>> from jufo.ranges import NodeCores
-    >>> from jufo.state import NodeAlgebra
+    >>> from jufo.engine.ranges import NodeCores
+    >>> from jufo.engine.node_state import NodeAlgebra
     >>> p = UnionProfile(0, NodeCores(), NodeAlgebra([1] * 8))
     >>> for i in range(64): p.add(10 * i, 10 * i + 15, NodeCores(1 << i % 8))
     >>> bin(p.union_over(0, 640).full), bin(p.union_over(300, 301).full), p.width, sorted(p.buckets)

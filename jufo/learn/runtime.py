@@ -17,7 +17,7 @@ import statistics
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 
-from .accounting import JobRecord
+from ..io.accounting import JobRecord
 
 RAISE_MIN = 60  # a raised prediction lies at least this far beyond the elapsed time
 

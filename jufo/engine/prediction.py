@@ -1,0 +1,195 @@
+"""One prediction of a snapshot: the configured scheduler run over its jobs, and the data each
+job object gets back (simulate → result data).
+
+``simulate`` takes what the forecast that learns hands over as a ``Behaviour`` (run times,
+user caps, start windows); the engine knows nothing of how those were learned.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..io.dates import date_writer
+from ..io.errors import Report
+from . import dependency, jobsets
+from .configuration import Configuration
+from .job import Job
+from .node import Machine, parse_nodelist
+from .ranges import NodeCores, format_nested, format_whole_nodes, lowest, ranges_of
+from .reservation import cores_only
+from .simulation import Simulation
+from .snapshot import Snapshot
+from .node_state import NodeState
+from .state import SystemState
+from .windows import AllRules, QueueWindows, WeeklyWindows
+
+
+@dataclass
+class Behaviour:
+    """Learned habits handed to the simulation, and the run-time model name per job."""
+
+    windows: WeeklyWindows | None = None
+    user_caps: dict[str, int] = field(default_factory=dict)
+    runtimes: dict[str, tuple[int, str]] = field(default_factory=dict)  # job id → (seconds, model)
+
+
+@dataclass
+class Forecast:
+    """A finished prediction."""
+
+    snapshot: Snapshot
+    config: Configuration
+    simulation: Simulation
+
+    @property
+    def jobs(self) -> list[Job]:
+        return self.snapshot.jobs
+
+
+def queue_windows(snap: Snapshot) -> QueueWindows | None:
+    """The queues' configured start windows and node caps by time of day, if any queue has them."""
+    config = {q.name: (q.windows, q.maxnodes, q.window_end) for q in snap.queues.values()
+              if q.windows or q.maxnodes}
+    if not config:
+        return None
+    windows = QueueWindows(config, snap.epoch)
+    return windows if windows.active else None
+
+
+def simulate(snap: Snapshot, config: Configuration, report: Report, progress=None,
+             behaviour: Behaviour | None = None) -> Forecast:
+    """Run the configured scheduler over the snapshot's jobs, with learned habits if given
+    (run times where the snapshot gives none, start windows, user caps)."""
+    state = config.make_state(snap.machine, snap.queues)
+    sim = config.make_simulation(state, snap.epoch, report)
+    for reason, caps in limit_caps(snap.jobs).items():
+        state.limits.limit_users(caps, source=f" (the batch system says {reason})")
+    if snap.throttles:
+        state.limits.throttle(snap.throttles)
+    if behaviour is not None:
+        for job in snap.jobs:
+            predicted = behaviour.runtimes.get(job.id)
+            if predicted is not None and job.actual is None:
+                job.actual = min(predicted[0], job.wall)
+        if behaviour.user_caps:
+            running = Counter(job.owner for job in snap.jobs if job.running)
+            caps = {user: max(cap, running[user]) for user, cap in behaviour.user_caps.items()}
+            state.limits.limit_users(caps, source=" (learned from history)")
+        if behaviour.windows is not None and behaviour.windows.active:
+            sim.rules = behaviour.windows
+    configured = queue_windows(snap)
+    if configured is not None:
+        sim.rules = configured if sim.rules is None else AllRules([configured, sim.rules])
+    running = [job for job in snap.jobs if job.running]
+    reservations: list[Any] = snap.reservations
+    if not isinstance(state, NodeState):
+        reservations = cores_only(snap.reservations, snap.machine)
+    sim.progress = progress
+    waiting = [job for job in snap.jobs if not job.running and job.reason is None and job.leader is None]
+    if sim.rules is not None:  # a queue window no opening of which fits the job: it never starts
+        for job in waiting:
+            if sim.rules.next_start(job, 0) is None:
+                job.reason = sim.rules.why(job)
+        waiting = [job for job in waiting if job.reason is None]
+    sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,
+            dependency.resolve(snap.jobs))
+    jobsets.follow_leaders(snap.jobs)
+    return Forecast(snap, config, sim)
+
+
+def limit_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:
+    """Users the batch system holds back by a per-user or association limit (Slurm's
+    ``QOSMaxJobsPerUserLimit``, ``AssocGrpCpuLimit``, ...): they may run no more jobs at
+    once than they run now. By reason, user → cap; users running nothing are not capped
+    (what holds them back is not theirs to free)."""
+    running = Counter(job.owner for job in jobs if job.running)
+    out: dict[str, dict[str, int]] = {}
+    for job in jobs:
+        if job.limited and job.reason is None and running[job.owner] and job.owner:
+            out.setdefault(job.limited, {})[job.owner] = running[job.owner]
+    return out
+
+
+def place_running(job: Job, state: SystemState, report: Report) -> Any:
+    """Resources a running job holds: its node list, else the lowest free cores.
+
+    Cores a node list claims that another running job already holds are counted once, with
+    a warning. Without node sharing a running job holds its nodes whole.
+    """
+    if not isinstance(state, NodeState):
+        return job.total_cores
+    machine = state.machine
+    shape = machine.shape
+    if job.nodelist:
+        try:
+            entries = parse_nodelist(job.nodelist, machine, job.total_cores)
+        except ValueError as err:
+            report.warn(job.label, "nodelist", job.nodelist, f"{err}; placing the job on the lowest free cores")
+        else:
+            wanted = NodeCores()
+            for node, mask, count in entries:
+                if not state.sharing:
+                    mask = shape[node]
+                elif mask is None:
+                    count = count if count is not None else job.cores_per_node
+                    free = state.free.mask(node, shape)
+                    mask = lowest(free, count) or lowest(shape[node], count) or shape[node]
+                wanted.add_node(node, mask, shape)
+            taken = state.used_now(wanted)
+            if taken:
+                report.warn(job.label, "nodelist", job.nodelist,
+                            "claims cores another running job holds; they are counted once")
+                wanted.subtract(taken, shape)
+            return wanted
+    found = state.place_now(job)
+    if found is None:
+        report.warn(job.label, "nodelist", job.nodelist, "no free cores left for this running job; it holds none")
+        return NodeCores()
+    return found
+
+
+def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
+    """The data each job object gets: dates, resources, flags, or the reason for no start."""
+    snap = forecast.snapshot
+    machine = snap.machine
+
+    write, epoch = date_writer(snap.date_format), snap.epoch
+
+    def when(seconds: int) -> str:
+        return write(epoch + seconds)
+
+    out: dict[str, list[tuple[str, str]]] = jobsets.aggregate(snap.jobs, when)
+    for job in snap.jobs:  # (dates without a call of ours each: 57,000 on KTH)
+        if job.parent is not None:
+            continue  # an array task: written onto its array record
+        pairs: list[tuple[str, str]] = []
+        if job.start is not None or job.running:
+            if not job.running:
+                pairs.append(("jufo_starttime", write(epoch + job.start)))
+            pairs.append(("jufo_endtime", write(epoch + job.end)))
+            if job.resources is not None:
+                pairs.extend(resource_pairs(job.resources, machine))
+            if job.topdog:
+                pairs.append(("jufo_topdog", "1"))
+            if job.backfilled:
+                pairs.append(("jufo_backfilled", "1"))
+        elif job.reason:
+            pairs.append(("jufo_reason", job.reason))
+        out[job.id] = pairs
+    return out
+
+
+def resource_pairs(resources: Any, machine: Machine) -> list[tuple[str, str]]:
+    """``jufo_nodelist`` and ``jufo_ranges`` for node sets, ``jufo_resources`` for counts."""
+    if isinstance(resources, NodeCores):
+        if not resources.part and machine.uniform_cores is not None:  # whole nodes: by runs of nodes
+            labels = machine.labels
+            runs = ranges_of(resources.full)
+            return [("jufo_nodelist", "".join(["".join(labels[lo:hi + 1]) for lo, hi in runs])),
+                    ("jufo_ranges", format_whole_nodes(runs, machine.uniform_cores))]
+        pairs = resources.pairs(machine.shape)
+        names = "".join(f"({machine.nodes[n].name},{mask.bit_count()})" for n, mask in pairs)
+        return [("jufo_nodelist", names), ("jufo_ranges", format_nested(pairs))]
+    return [("jufo_resources", f"cores={resources}")]

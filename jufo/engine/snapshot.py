@@ -1,0 +1,100 @@
+"""A snapshot read and built: the scheduling objects of one raw LML document (read → build).
+
+``read_snapshot`` turns a ``Document`` into nodes, queues, jobs, reservations and the
+scheduler's keys; ``prepare`` adds the checked ``Configuration``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..io.dates import DEFAULT_FORMAT, parse_date
+from ..io.errors import Report
+from ..io.lml import Document
+from . import jobsets
+from .configuration import Configuration
+from .job import Job, JobReader
+from .node import Machine, read_nodes
+from .queue import Queue, read_queues
+from .reservation import Reservation, read_reservations
+
+
+@dataclass
+class Snapshot:
+    """The scheduling objects read from one document."""
+
+    epoch: int  # system_time, epoch seconds
+    date_format: str
+    machine: Machine
+    queues: dict[str, Queue]
+    jobs: list[Job]
+    reservations: list[Reservation]
+    scheduler: dict[str, str]
+    scheduler_label: str
+    job_problems: list[str] = field(default_factory=list)
+    throttles: dict[str, int] = field(default_factory=dict)  # job array → tasks running at once
+
+    def fresh(self) -> Snapshot:
+        """The same snapshot with its jobs as read, for another simulation of it."""
+        return replace(self, jobs=[job.fresh() for job in self.jobs])
+
+
+LATEST_SYSTEM_TIME = 221845392000  # 9000-01-01: room for a century of walls before the year 9999
+
+
+def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) -> Snapshot | None:
+    """Read system time, nodes, queues, jobs, reservations and scheduler keys. ``jobs``:
+    already read (a trace replay builds them directly), in place of the document's.
+
+    Fatal problems raise InputError, or, when the report collects them, reading goes on as
+    far as it can (None only without a usable system_time).
+    """
+    for oid in doc.unknown_info_ids:
+        report.warn(f"info {oid}", "oid", oid, "names no object; ignored")
+    epoch, fmt = None, DEFAULT_FORMAT
+    systems = doc.of_type("system")
+    raw = next((o.data["system_time"] for o in systems if "system_time" in o.data), None)
+    label = systems[0].label if systems else "system"
+    if raw is None:
+        report.error(label, "system_time", None, "missing; it is the time the prediction starts from")
+    else:
+        try:
+            epoch, fmt = parse_date(raw)
+            if epoch > LATEST_SYSTEM_TIME:
+                raise ValueError("after the year 9000: predicted dates could not be written back")
+        except ValueError as err:
+            report.error(label, "system_time", raw, str(err))
+    machine = read_nodes(doc.of_type("node"), report)
+    if not machine.nodes and not report.errors:
+        report.error("snapshot", "node", None, "no node objects: jufo needs the system's nodes")
+    queues = read_queues(doc.of_type("queue"), report)
+    scheduler: dict[str, str] = {}
+    schedulers = doc.of_type("scheduler")
+    for obj in schedulers:
+        scheduler.update(obj.data)
+    scheduler_label = schedulers[0].label if schedulers else "scheduler"
+    if epoch is None:
+        return None
+    reservations = read_reservations(doc.of_type("reservation"), machine, epoch, report)
+    reader = JobReader(epoch, machine.max_cores, report, nodes=machine.by_name)
+    if jobs is None:
+        jobs = [reader.read(obj) for obj in doc.of_type("job")]
+    jobs, throttles = jobsets.expand_arrays(jobs, report)
+    jobsets.combine_het(jobs)
+    return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
+                    throttles)
+
+
+def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = None,
+            jobs: list[Job] | None = None) -> tuple[Snapshot, Configuration] | None:
+    """Read the snapshot and check the configuration; None if anything fatal was collected.
+    ``overrides`` (a preset, then ``--set`` keys) win over the snapshot's scheduler object;
+    ``jobs``: already read, in place of the document's (see ``read_snapshot``)."""
+    snap = read_snapshot(doc, report, jobs)
+    if snap is None:
+        return None
+    settings = {**snap.scheduler, **(overrides or {})}
+    config = Configuration.read(settings, snap.scheduler_label, snap.jobs, report)
+    if config is None or report.errors:
+        return None
+    return snap, config
