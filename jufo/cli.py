@@ -679,7 +679,7 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
             except ValueError:
                 raise InputError(source, "--until", until, "SWF: whole seconds after the trace's start") from None
     else:
-        records, counts = accounting.read_sacct(_text_lines(source), source)
+        records, counts = accounting.read_sacct(accounting.text_lines(source), source)
         skipped = f"; skipped {counts['steps']:,} job steps and {counts['pending_arrays']:,} pending array lines"
         limit = None
         if until is not None:
@@ -697,26 +697,6 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
     running = sum(r.start is not None and r.end is None for r in records)
     click.echo(f"jufo: imported {len(records):,} jobs from {source} ({finished:,} finished, {running:,} running, "
                f"{len(records) - finished - running:,} queued){skipped}", err=True)
-
-
-def _text_lines(path: str):
-    """Lines of a text file (``-``: standard input; ``.gz`` read compressed)."""
-    import gzip
-
-    from .io.values import read_limited
-
-    try:
-        if path == "-":
-            raw = read_limited(sys.stdin.buffer, "stdin")
-        else:
-            opener = gzip.open if path.endswith(".gz") else open
-            with opener(path, "rb") as fh:
-                raw = read_limited(fh, path)
-    except OSError as err:
-        raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
-    except EOFError:
-        raise InputError(path, None, None, "truncated: the compressed file ends early") from None
-    return raw.decode("utf-8", errors="replace").splitlines()
 
 
 @history.command("show")
@@ -786,6 +766,52 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
                                           **asdict(summary), "seconds": round(time.perf_counter() - began, 3)}))
         return
     click.echo(bt.table(summary, f"{Path(trace_path).name}: a snapshot every {every:,} s, {coverage:.0%} ranges"))
+
+
+@main.group()
+def slurm() -> None:
+    """Read a live Slurm directly: its scheduler model and its queue, without LLview."""
+
+
+_FROM = click.option("--from", "directory", type=click.Path(file_okay=False), default=None,
+                     help="Read saved scontrol outputs from this folder (job.txt, node.txt, partition.txt, "
+                          "reservation.txt, config.txt) instead of running scontrol.")
+_SCONTROL_TIMEOUT = click.option("--scontrol-timeout", type=click.FloatRange(min=0.1, max=600), default=30,
+                                 show_default=True, help="Seconds each scontrol call may take.")
+
+
+@slurm.command("config")
+@click.option("-o", "--output", default="-", show_default=True, help="The configuration file ('-': standard output).")
+@_FROM
+@_SCONTROL_TIMEOUT
+@click.option("-q", "--quiet", is_flag=True, help="Do not list what is approximated.")
+@guarded
+def slurm_config(output: str, directory: str | None, scontrol_timeout: float, quiet: bool) -> None:
+    """Write the scheduler model of this Slurm (scontrol show config, partitions) as a file that
+    --config takes."""
+    from .io import scontrol
+
+    out.check_target(output)
+    data, notes = scontrol.site_config(directory, scontrol_timeout)
+    out.write(output, data)
+    if not quiet:
+        for note in notes:
+            click.echo(f"jufo: note: {note}", err=True)
+
+
+@slurm.command("snapshot")
+@click.option("-o", "--output", default="-", show_default=True, help="The raw LML file ('-': standard output).")
+@_FROM
+@_SCONTROL_TIMEOUT
+@guarded
+def slurm_snapshot(output: str, directory: str | None, scontrol_timeout: float) -> None:
+    """Write a raw LML snapshot of this Slurm's jobs, nodes, partitions and reservations, in the keys
+    LLview 2's adapter uses, with the scheduler object jufo slurm config writes."""
+    from .io import scontrol
+
+    out.check_target(output)
+    objects = scontrol.snapshot_objects(scontrol.capture(directory, scontrol_timeout))
+    out.write(output, lml.build(objects))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,8 @@ from click.testing import CliRunner
 
 from conftest import SAMPLES, predictions, running, snapshot, waiting
 from jufo.cli import main
-from jufo.engine.node import Machine, Node, expand_hostlist, parse_classes, parse_nodelist
+from jufo.engine.node import Machine, Node, parse_classes, parse_nodelist
+from jufo.io.hostlist import expand_hostlist
 
 
 def predict(tmp_path, raw: bytes, *options: str):

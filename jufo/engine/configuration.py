@@ -31,6 +31,10 @@ DEFAULTS: dict[str, str] = {
     "backfill_order": "priority",
     "node_allocation": "lowest",
 }
+# keys with no default, written to the provenance only when given
+OPTIONAL: dict[str, str] = {
+    "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE)",
+}
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
 _YES = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
@@ -56,10 +60,11 @@ def check_keys(settings: dict[str, str], source: str) -> None:
     """
     import difflib
 
+    known = [*DEFAULTS, *OPTIONAL]
     for key, value in settings.items():
-        if key not in DEFAULTS:
-            close = difflib.get_close_matches(key, DEFAULTS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(DEFAULTS)}"
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
             raise InputError(source, key, value, f"unknown scheduler key; {hint}")
 
 
@@ -74,6 +79,7 @@ class Configuration:
     sharing: bool
     settings: dict[str, str]
     allocation: str = "lowest"
+    exclusive_queues: frozenset[str] = frozenset()
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -83,11 +89,11 @@ class Configuration:
         if "system_sysprio" not in settings and batch_priorities(jobs):
             merged["system_sysprio"] = "userprio"
         for key, value in settings.items():
-            if key in DEFAULTS:
+            if key in DEFAULTS or key in OPTIONAL:
                 merged[key] = value
             else:
-                report.warn(label, key, value, f"unknown scheduler key, ignored (known: {', '.join(DEFAULTS)})",
-                            always=True)
+                report.warn(label, key, value, f"unknown scheduler key, ignored (known: "
+                            f"{', '.join([*DEFAULTS, *OPTIONAL])})", always=True)
         before = len(report.errors)
 
         algorithm = _choice(merged["scheduling_algorithm"], list(ALGORITHMS))
@@ -121,7 +127,9 @@ class Configuration:
             horizon=horizon,
             backfill_order="priority" if order == "firstfit" else str(order),
         )
-        return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation))  # type: ignore[arg-type]
+        exclusive = frozenset(q.strip() for q in merged.get("exclusive_queues", "").split(",") if q.strip())
+        return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
+                   exclusive)
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

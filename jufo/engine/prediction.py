@@ -82,6 +82,7 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     configured = queue_windows(snap)
     if configured is not None:
         sim.rules = configured if sim.rules is None else AllRules([configured, sim.rules])
+    whole_nodes(snap.jobs, snap.machine, config.exclusive_queues)
     running = [job for job in snap.jobs if job.running]
     reservations: list[Any] = snap.reservations
     if not isinstance(state, NodeState):
@@ -97,6 +98,25 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
             dependency.resolve(snap.jobs))
     jobsets.follow_leaders(snap.jobs)
     return Forecast(snap, config, sim)
+
+
+_YES = ("yes", "1", "true")
+
+
+def whole_nodes(jobs: list[Job], machine: Machine, queues: frozenset[str]) -> None:
+    """Waiting jobs of an exclusive queue, or that asked for whole nodes themselves (``exclusive``,
+    from Slurm's ``--exclusive``), take every core of each node: Slurm shows a pending exclusive
+    job with one core per node, and packing others beside it would start them too early.
+    Idempotent, so a second simulation of the same jobs gives the same sizes.  O(jobs)."""
+    sizes: dict[str, int] = {}
+    for job in jobs:
+        if job.running or not (job.queue in queues or job.data.get("exclusive", "").strip().lower() in _YES):
+            continue
+        size = sizes.get(job.queue)
+        if size is None:
+            size = sizes[job.queue] = max((n.limit(job.queue) for n in machine.nodes), default=0) or machine.max_cores
+        job.cores_per_node = size
+        job.total_cores = job.nodes * size
 
 
 def limit_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:

@@ -69,9 +69,8 @@ def from_swf(trace, cores_per_node: int = 1) -> list[JobRecord]:
     out = []
     epoch = trace.epoch  # read from the header at each call
     for job in trace.jobs:
-        queue = f"queue{job.queue}" if job.queue >= 0 else "batch"
         start = epoch + job.start
-        out.append(JobRecord(str(job.number), f"user{job.user}", f"group{job.group}", "", queue, "",
+        out.append(JobRecord(str(job.number), trace.owner(job), trace.group_of(job), "", trace.queue_of(job), "",
                              ceil(job.procs / cores_per_node), job.procs,
                              job.requested if job.requested > 0 else None,
                              epoch + job.submit, start, start + job.run))
@@ -163,3 +162,39 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
     if header is None:
         raise InputError(source, "header", None, "empty: expected sacct --parsable2 output with a header line")
     return out, counts
+
+
+def text_lines(path: str) -> list[str]:
+    """Lines of a text file (``-``: standard input; ``.gz`` read compressed), up to the input limit."""
+    import gzip
+    import sys
+
+    from .values import read_limited
+
+    try:
+        if path == "-":
+            raw = read_limited(sys.stdin.buffer, "stdin")
+        else:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rb") as fh:
+                raw = read_limited(fh, path)
+    except OSError as err:
+        raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
+    except EOFError:
+        raise InputError(path, None, None, "truncated: the compressed file ends early") from None
+    return raw.decode("utf-8", errors="replace").splitlines()
+
+
+def is_sacct(path: str) -> bool:
+    """Whether ``path`` looks like ``sacct --parsable2`` output (its first line a header naming
+    JobID, fields split by ``|``) rather than an SWF trace."""
+    import gzip
+
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except (OSError, EOFError):
+        return False
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    return "|" in first and "JobID" in first.split("|")

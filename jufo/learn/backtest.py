@@ -105,7 +105,11 @@ _INDEXES: dict[tuple, swf.TraceIndex] = {}  # per trace and machine: which jobs 
 def _load(settings: Settings):
     """The trace and its records (sorted for ``TraceSource``), read once per process."""
     if settings.trace not in _TRACES:
-        trace = swf.read(settings.trace)
+        if accounting.is_sacct(settings.trace):  # a site's own accounting, sacct --parsable2
+            read, _ = accounting.read_sacct(accounting.text_lines(settings.trace), settings.trace)
+            trace = swf.trace_of_records(read, settings.trace)
+        else:
+            trace = swf.read(settings.trace)
         records = by_submit(accounting.from_swf(trace, settings.cores))
         _TRACES[settings.trace] = (trace, records, [r.submit for r in records], {str(j.number): j for j in trace.jobs})
     return _TRACES[settings.trace]

@@ -23,7 +23,8 @@ from importlib import resources
 from ..io.dates import format_date
 from ..io.errors import InputError, Report
 from ..io.lml import Document
-from ..engine.node import Machine, compress_hostlist, read_nodes
+from ..engine.node import Machine, read_nodes
+from ..io.hostlist import compress_hostlist
 from ..engine.ranges import ranges_of
 from .show import Bar, bars, duration, now_of
 

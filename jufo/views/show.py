@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ..io.dates import format_date, parse_date
 from ..io.lml import Document
-from ..engine.node import compress_hostlist, pair_names
+from ..engine.node import pair_names
+from ..io.hostlist import compress_hostlist
 from ..engine.ranges import parse_nested
 
 
@@ -138,7 +139,10 @@ def waiting_rows(doc: Document, selection: Selection | None = None) -> list[Bar]
     everything = bars(doc, placement=False)
     if not any(b.predicted for b in everything):
         raise ValueError("no job has a prediction (jufo_starttime or jufo_reason)")
-    rows = [b for b in everything if not b.running and (selection is None or selection.keeps(b))]
+    # finished jobs (LLview keeps them a while; jufo says NotQueued) are no part of the queue,
+    # as squeue --start does not list them
+    rows = [b for b in everything if not b.running and not (b.reason or "").startswith("NotQueued")
+            and (selection is None or selection.keeps(b))]
     rows.sort(key=lambda b: (b.start is None, b.start or 0, b.id))
     return rows
 

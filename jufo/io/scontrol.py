@@ -1,0 +1,571 @@
+"""Slurm read directly: ``scontrol``'s text turned into a raw LML snapshot and a site configuration.
+
+``scontrol show job --detail --oneliner`` (and ``node``, ``partition``, ``reservation``) print
+one record a line as ``Key=Value`` tokens; ``scontrol show config`` prints ``Key = Value``
+lines. ``snapshot_objects`` maps the records onto the keys LLview 2's adapter
+(``da/rms/SLURM/slurm.py``) writes, so ``predict``, ``show`` and the history treat a snapshot
+read here and one LLview wrote alike; ``site_settings`` maps the configuration onto jufo's
+scheduler keys and the partitions onto queue objects (the table in ``docs/slurm.md``).
+Slurm's own estimate (a pending job's ``StartTime``) is kept as ``starttime``, a comparison
+column, never an input to the simulation.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from .dates import parse_seconds
+from .errors import InputError
+from .hostlist import expand_hostlist
+
+_KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
+# lines scontrol prints instead of records when there are none
+_EMPTY = re.compile(r"^No (jobs|nodes|partitions|reservations) in the system\s*$")
+_DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
+MAX_SLURM_DURATION = 100 * 366 * 86400  # a century, as every other duration jufo reads
+
+
+class SlurmTextError(InputError):
+    """Output of scontrol that cannot be read: names the file, line and key (exit 2)."""
+
+    def __init__(self, source: str, line: int, key: str | None, value: str | None, reason: str) -> None:
+        super().__init__(f"{source}, line {line}", key, value, reason)
+
+
+def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
+    """The records of a ``--oneliner`` listing, one dict a line; a value that holds blanks
+    (``OS=Linux 6.1 #1 SMP``) keeps them. The first occurrence of a key wins (``--detail``
+    repeats ``Nodes=`` per node group). Each record must have ``id_key``.  O(characters).
+
+    >>> parse_records("JobId=7 JobName=a b UserId=u(1) Nodes=n1 Nodes=n2\\n", "job.txt", "JobId")
+    [{'JobId': '7', 'JobName': 'a b', 'UserId': 'u(1)', 'Nodes': 'n1'}]
+    """
+    records = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or _EMPTY.match(line.strip()):
+            continue
+        record: dict[str, str] = {}
+        last = None
+        for token in line.split():
+            m = _KEY.match(token)
+            if m:
+                last = m.group(1)
+                if last not in record:
+                    record[last] = token[m.end():]
+                else:
+                    last = None  # a repeated key: its value (and what follows it) is not kept
+            elif last is not None:
+                record[last] += " " + token
+            elif not record:
+                raise SlurmTextError(source, lineno, None, token[:60], "expected Key=Value (scontrol --oneliner)")
+        if id_key not in record:
+            raise SlurmTextError(source, lineno, id_key, None, f"a record without {id_key}")
+        records.append(record)
+    return records
+
+
+def parse_config(text: str, source: str) -> dict[str, str]:
+    """``scontrol show config``: ``Key = Value`` lines (headings and blank lines skipped), and
+    the time it was printed under ``_as_of`` (its first line, ``Configuration data as of ...``).
+
+    >>> parse_config("Configuration data as of 2026-11-25T15:18:24\\nSchedulerType = sched/backfill\\n", "c")
+    {'_as_of': '2026-11-25T15:18:24', 'SchedulerType': 'sched/backfill'}
+    """
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("Configuration data as of"):
+            out["_as_of"] = line.rsplit(" ", 1)[-1].strip()
+            continue
+        key, sep, value = line.partition(" = ")
+        if not sep:
+            continue
+        key = key.strip()
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(\[\d+\])?", key):  # SlurmctldHost[0]
+            raise SlurmTextError(source, lineno, key[:60], None, "not a configuration key")
+        out[key] = value.strip()
+    if "SchedulerType" not in out:
+        raise SlurmTextError(source, 1, "SchedulerType", None, "missing: is this `scontrol show config` output?")
+    return out
+
+
+def seconds_of(text: str) -> int | None:
+    """A Slurm duration (``TimeLimit``, ``RunTime``, ``MaxTime``) in seconds; None for unlimited
+    or unset. Minutes alone, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``.
+    ValueError for anything else.
+
+    >>> [seconds_of(t) for t in ("30", "1:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED", "NONE")]
+    [1800, 60, 3600, 172800, 129600, None, None]
+    """
+    text = text.strip()
+    if text.upper() in ("UNLIMITED", "INFINITE", "NONE", "NOT_SET", "PARTITION_LIMIT", "N/A", ""):
+        return None
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError("not a Slurm duration ([D-]HH:MM:SS, MM:SS or minutes)")
+    days, a, b, c = m.groups()
+    if days is not None and c is None and b is not None and a is None:  # D-HH
+        value = int(days) * 86400 + int(b) * 3600
+    elif days is not None and c is None:  # D-HH:MM
+        value = int(days) * 86400 + int(a or 0) * 3600 + int(b) * 60
+    elif c is not None:  # [D-]HH:MM:SS
+        value = int(days or 0) * 86400 + int(a) * 3600 + int(b) * 60 + int(c)
+    elif a is not None:  # MM:SS
+        value = int(a) * 60 + int(b)
+    else:  # minutes
+        value = int(b) * 60
+    if value > MAX_SLURM_DURATION:
+        raise ValueError("more than a century")
+    return value
+
+
+_NODE_STATES = {  # Slurm's base node state → LLview 2's word
+    "IDLE": "Idle", "ALLOCATED": "Running", "ALLOC": "Running", "MIXED": "Running", "COMPLETING": "Running",
+    "DOWN": "Down", "DRAIN": "Drained", "DRAINED": "Drained", "DRAINING": "Drained", "FAIL": "Down",
+    "FAILING": "Down", "FUTURE": "Down", "MAINT": "Maint", "NO_RESPOND": "Down", "POWER_DOWN": "Down",
+    "POWERED_DOWN": "Down", "POWERING_UP": "Down", "REBOOT": "Down", "RESERVED": "Running", "UNKNOWN": "Down",
+    "PLANNED": "Idle", "INVAL": "Down",
+}
+_JOB_STATES = {
+    "PENDING": "Pending", "CONFIGURING": "Pending", "RUNNING": "Running", "SUSPENDED": "Suspended",
+    "COMPLETED": "Completed", "COMPLETING": "Completed", "CANCELLED": "Cancelled", "FAILED": "Failed",
+    "NODE_FAIL": "Failed", "TIMEOUT": "Failed", "REQUEUED": "Pending", "PREEMPTED": "Failed",
+    "OUT_OF_MEMORY": "Failed", "BOOT_FAIL": "Failed", "DEADLINE": "Failed",
+}
+
+
+def node_state(state: str) -> str:
+    """LLview 2's node state for Slurm's (``IDLE+DRAIN`` is drained, ``MIXED`` running, any flag
+    that takes the node away wins over its base state).
+
+    >>> node_state("IDLE"), node_state("MIXED"), node_state("IDLE+DRAIN"), node_state("DOWN*+NOT_RESPONDING")
+    ('Idle', 'Running', 'Drained', 'Down')
+    """
+    parts = [p.rstrip("*~#!%$@^-") for p in state.upper().split("+")]
+    words = [_NODE_STATES.get(p, "") for p in parts]
+    for worst in ("Down", "Maint", "Drained"):
+        if worst in words:
+            return worst
+    return words[0] or state
+
+
+def _llview_date(text: str) -> str:
+    """Slurm's ``2026-11-25T15:18:24`` as LLview 2 writes it (``2026-11-25 15:18:24``); words
+    (``Unknown``, ``None``, ``N/A``) as they are."""
+    return text.replace("T", " ") if re.match(r"\d{4}-\d\d-\d\dT", text) else text
+
+
+def _user(text: str) -> str:
+    """``alice(1001)`` → ``alice``."""
+    return re.sub(r"\(\d+\)$", "", text)
+
+
+def _count(text: str) -> str:
+    """``2-2`` (min-max, as a pending job's NumNodes) → ``2``."""
+    return text.split("-", 1)[0]
+
+
+def _status(state: str, reason: str) -> tuple[str, str]:
+    """LLview 2's ``status`` and ``detailedstatus`` of a job."""
+    if state in ("PENDING", "SUSPENDED", "CONFIGURING"):
+        held = {"JobHeldUser": "USER_ON_HOLD", "JobHeldAdmin": "SYSTEM_ON_HOLD"}
+        return "SUBMITTED", held.get(reason, "QUEUED_ACTIVE")
+    if state == "RUNNING":
+        return "RUNNING", "QUEUED_ACTIVE"
+    if state in ("COMPLETED", "COMPLETING"):
+        return "COMPLETED", "JOB_OUTERR_READY"
+    if state == "CANCELLED":
+        return "COMPLETED", "CANCELLED"
+    if state in ("FAILED", "NODE_FAIL", "TIMEOUT"):
+        return "COMPLETED", "FAILED"
+    return "UNDETERMINED", "QUEUED_ACTIVE"
+
+
+def _with_cores(names: list[str], cores: int) -> str:
+    return "".join(f"({n},{cores})" for n in names)
+
+
+@dataclass
+class SlurmText:
+    """The saved outputs of one capture (``--from DIR``) or of one live run of scontrol."""
+
+    job: str
+    node: str
+    partition: str
+    reservation: str
+    config: str
+    at: int | None = None  # the capture's epoch second, if known
+    names: dict[str, str] = field(default_factory=lambda: {k: f"{k}.txt" for k in
+                                                           ("job", "node", "partition", "reservation", "config")})
+
+
+def _exclusive_job(record: dict[str, str]) -> bool:
+    """A job that asked for whole nodes (``--exclusive``): ``scontrol show job`` says
+    ``OverSubscribe=NO`` (``USER``/``MCS``/``TOPO``: whole nodes shared with no other user's jobs)."""
+    return record.get("OverSubscribe", "").upper() in ("NO", "USER", "MCS", "TOPO")
+
+
+def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str, str, dict[str, str]]]:
+    """The raw LML objects of a capture, in LLview 2's keys: the system, a scheduler object from
+    the configuration, the partitions as queues, the nodes (with ``classes`` per partition),
+    the jobs and the reservations. ``now``: the system time (else the capture's, else the
+    configuration's time stamp)."""
+    config = parse_config(text.config, text.names["config"])
+    partitions = parse_records(text.partition, text.names["partition"], "PartitionName")
+    nodes = parse_records(text.node, text.names["node"], "NodeName")
+    jobs = parse_records(text.job, text.names["job"], "JobId")
+    reservations = parse_records(text.reservation, text.names["reservation"], "ReservationName")
+    settings, queues, _ = site_settings(config, partitions, text.names["config"], text.names["partition"])
+    if now is None:
+        now = text.at
+    if now is None:
+        from .dates import parse_date
+
+        now = parse_date(config.get("_as_of", ""))[0] if config.get("_as_of") else int(time.time())
+    system_time = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(now))
+    objects: list[tuple[str, str, dict[str, str]]] = [
+        ("cluster", "system", {"hostname": config.get("ClusterName", "slurm"), "system_time": system_time,
+                               "type": "Cluster"}),
+        ("scheduler", "scheduler", settings),
+    ]
+    cpus = {}
+    for k, node in enumerate(nodes):
+        cpus[node["NodeName"]] = node.get("CPUTot", node.get("CPUEfctv", "1"))
+    classes: dict[str, str] = {}
+    tiers: dict[str, str] = {}
+    for k, part in enumerate(partitions):
+        name = part["PartitionName"]
+        tiers[name] = part.get("PriorityTier", "1")
+        members = part.get("Nodes", "(null)")
+        if members in ("(null)", ""):
+            continue
+        try:
+            names = expand_hostlist(members)
+        except ValueError as err:
+            raise SlurmTextError(text.names["partition"], k + 1, "Nodes", members, str(err)) from None
+        for n in names:
+            if n in cpus:
+                classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
+    for name, data in queues:
+        objects.append((f"q_{name}", "queue", {"name": name, **data}))
+    for node in nodes:
+        name = node["NodeName"]
+        data = {"ncores": cpus[name], "state": node_state(node.get("State", "UNKNOWN")),
+                "physmem": node.get("RealMemory", ""), "load": "-1" if node.get("CPULoad") == "N/A"
+                else node.get("CPULoad", ""), "features": node.get("ActiveFeatures", ""),
+                "reason": node.get("Reason", ""), "allocmem": node.get("AllocMem", ""),
+                "freemem": node.get("FreeMem", "")}
+        gres = re.search(r"gpu(?::[^:,(]+)?:(\d+)", node.get("Gres", ""))
+        if gres:
+            data["gpus"] = gres.group(1)
+        if name in classes:
+            data["classes"] = classes[name]
+        objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
+    for k, job in enumerate(jobs):
+        objects.append((f"j{k}", "job", _job_data(job, text.names["job"], k + 1, tiers)))
+    for k, resv in enumerate(reservations):
+        data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", "")),
+                "endtime": _llview_date(resv.get("EndTime", "")), "state": resv.get("State", ""),
+                "userlist": resv.get("Users", ""), "accounts": resv.get("Accounts", ""),
+                "flags": resv.get("Flags", ""), "nodecnt": resv.get("NodeCnt", ""),
+                "corecnt": resv.get("CoreCnt", "")}
+        nodes_text = resv.get("Nodes", "")
+        if nodes_text and nodes_text != "(null)":
+            try:
+                data["nodelist"] = " ".join(expand_hostlist(nodes_text))
+            except ValueError as err:
+                raise SlurmTextError(text.names["reservation"], k + 1, "Nodes", nodes_text, str(err)) from None
+        if resv.get("PartitionName", "(null)") != "(null)":
+            data["partition"] = resv["PartitionName"]
+        for key in ("userlist", "accounts"):
+            if data[key] == "(null)":
+                data[key] = ""
+        objects.append((f"r{k}", "reservation", {key: v for key, v in data.items() if v != ""}))
+    return objects
+
+
+def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]) -> dict[str, str]:
+    """One job in LLview 2's keys (and ``exclusive``, ``prioritytier``, which jufo reads too)."""
+    state, reason = job.get("JobState", ""), job.get("Reason", "")
+    status, detailed = _status(state, reason)
+    data: dict[str, str] = {"step": job["JobId"], "name": job.get("JobName", ""), "owner": _user(job.get("UserId", "")),
+                            "group": _user(job.get("GroupId", "")), "userprio": job.get("Priority", ""),
+                            "account": job.get("Account", ""), "qos": job.get("QOS", ""),
+                            "state": _JOB_STATES.get(state, state.capitalize()), "reason": reason,
+                            "dependency": job.get("Dependency", ""), "restart": job.get("Restarts", "")}
+    for key, name in (("RunTime", "runtime"), ("TimeLimit", "wall")):
+        raw = job.get(key, "")
+        if raw:
+            try:
+                value = seconds_of(raw)
+            except ValueError as err:
+                raise SlurmTextError(source, line, key, raw, str(err)) from None
+            if value is not None:
+                data[name] = str(value)
+    for key, name in (("SubmitTime", "queuedate"), ("StartTime", "starttime"), ("EndTime", "endtime")):
+        data[name] = _llview_date(job.get(key, ""))
+    nodes, cpus = _count(job.get("NumNodes", "1")), job.get("NumCPUs", "")
+    per_task = job.get("CPUs/Task", "1")
+    data.update(queue=job.get("Partition", ""), status=status, detailedstatus=detailed, numnodes=nodes,
+                totalcores=cpus, tpt=per_task, command=job.get("Command", ""), comment=job.get("Comment", ""))
+    if not (nodes.isdigit() and cpus.isdigit() and per_task.isdigit()) or int(nodes) == 0 or int(per_task) == 0:
+        raise SlurmTextError(source, line, "NumNodes", f"{nodes} / NumCPUs={cpus} / CPUs/Task={per_task}",
+                             "not whole numbers")
+    per_node = int(cpus) // int(nodes)
+    data["totaltasks"] = str(int(cpus) // int(per_task))
+    for key, name in (("NodeList", "nodelist"), ("SchedNodeList", "prenodelist")):
+        raw = job.get(key, "")
+        if raw and raw != "(null)":
+            try:
+                data[name] = _with_cores(expand_hostlist(raw), per_node)
+            except ValueError as err:
+                raise SlurmTextError(source, line, key, raw, str(err)) from None
+    for key in ("ArrayJobId", "ArrayTaskId", "Reservation", "HetJobId", "HetJobIdSet", "HetJobOffset"):
+        if job.get(key, "(null)") != "(null)":
+            data[key if key.startswith(("Array", "Het")) else key.lower()] = job[key]
+    if _exclusive_job(job):
+        data["exclusive"] = "yes"
+    data["prioritytier"] = tiers.get(job.get("Partition", ""), "1")
+    return {k: ("" if v == "(null)" else v) for k, v in data.items() if v not in ("", "(null)")}
+
+
+# --- the configuration ---------------------------------------------------------------------
+
+_SCHEDULERS = {"sched/backfill": "Backfilling", "sched/builtin": "FCFS"}
+_SELECTS = ("select/cons_tres", "select/cons_res", "select/linear")
+
+
+def _parameters(text: str) -> dict[str, str]:
+    """``bf_interval=5,bf_continue`` → ``{'bf_interval': '5', 'bf_continue': ''}``."""
+    out = {}
+    for item in text.split(","):
+        item = item.strip()
+        if item and item != "(null)":
+            key, _, value = item.partition("=")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _weight(config: dict[str, str], key: str) -> int:
+    raw = config.get(key, "0").strip()
+    if not raw.isdigit():
+        raise InputError("config.txt", key, raw, "not a whole number")
+    return int(raw)
+
+
+def site_settings(config: dict[str, str], partitions: list[dict[str, str]], config_name: str = "config.txt",
+                  partition_name: str = "partition.txt"
+                  ) -> tuple[dict[str, str], list[tuple[str, dict[str, str]]], list[str]]:
+    """jufo's scheduler keys, one queue per partition (name → keys) and notes on what is
+    approximated, from Slurm's configuration. Unknown or unreadable values that change the
+    schedule are an InputError (exit 2); ones safe to ignore are notes."""
+    notes: list[str] = []
+    settings: dict[str, str] = {"system_state": "NodeState"}
+    sched = config.get("SchedulerType", "")
+    if sched not in _SCHEDULERS:
+        raise InputError(config_name, "SchedulerType", sched, f"not one of {', '.join(_SCHEDULERS)}")
+    settings["scheduling_algorithm"] = _SCHEDULERS[sched]
+    params = _parameters(config.get("SchedulerParameters", ""))
+    if sched == "sched/backfill":
+        depth = params.get("bf_max_job_test", "500")  # Slurm 22.05's default
+        if not depth.isdigit() or int(depth) < 1:
+            raise InputError(config_name, "SchedulerParameters", f"bf_max_job_test={depth}", "not a whole number ≥ 1")
+        # Slurm's backfill plans (reserves for) every job it tests, in priority order
+        settings["maxtopdogs"] = depth
+        window = params.get("bf_window", "1440")
+        if not window.isdigit():
+            raise InputError(config_name, "SchedulerParameters", f"bf_window={window}", "not whole minutes")
+        notes.append(f"bf_window={window} min: Slurm reserves for no job beyond it at one time; its window "
+                     "moves with the clock, so jufo predicts later starts too (horizon unlimited)")
+        notes.append(f"bf_resolution={params.get('bf_resolution', '60')} s: Slurm plans on this grid, jufo to "
+                     "the second")
+        if "bf_continue" not in params:
+            notes.append("bf_continue unset: a long backfill pass may stop early in Slurm; jufo plans every job")
+    if "default_queue_depth" in params:
+        notes.append(f"default_queue_depth={params['default_queue_depth']}: the main scheduler's depth is not "
+                     "modelled (backfilling covers the jobs it does not reach)")
+    select = config.get("SelectType", "")
+    if select not in _SELECTS:
+        raise InputError(config_name, "SelectType", select, f"not one of {', '.join(_SELECTS)}")
+    settings["node_sharing"] = "no" if select == "select/linear" else "yes"
+    select_params = config.get("SelectTypeParameters", "").upper()
+    if "MEMORY" in select_params:
+        notes.append(f"SelectTypeParameters={select_params}: memory is checked only where jobs and nodes give it")
+    prio = config.get("PriorityType", "")
+    if prio == "priority/basic":
+        settings["system_sysprio"] = "-DATEqueuedate"
+    elif prio == "priority/multifactor":
+        settings["system_sysprio"] = _multifactor(config, partitions, notes, config_name)
+    else:
+        raise InputError(config_name, "PriorityType", prio, "not priority/basic or priority/multifactor")
+    over = config.get("OverTimeLimit", "0 min").split()[0]
+    if over not in ("0", "NONE"):
+        notes.append(f"OverTimeLimit={over} min: a job that reaches its limit may run that much longer in Slurm; "
+                     "jufo ends it at its limit")
+    queues = []
+    tiers = {p.get("PriorityTier", "1") for p in partitions}
+    for k, part in enumerate(partitions):
+        name = part["PartitionName"]
+        data: dict[str, str] = {}
+        over_sub = part.get("OverSubscribe", "NO").split(":")[0].upper()
+        if over_sub not in ("NO", "EXCLUSIVE", "YES", "FORCE"):
+            raise InputError(f"{partition_name}, line {k + 1}", "OverSubscribe", over_sub,
+                             "not NO, EXCLUSIVE, YES or FORCE")
+        if over_sub == "EXCLUSIVE" or settings["node_sharing"] == "no":
+            data["exclusive"] = "yes"
+        elif over_sub in ("YES", "FORCE"):
+            notes.append(f"partition {name}: OverSubscribe={part['OverSubscribe']}: jobs sharing cores is not "
+                         "modelled; each core serves one job")
+        for key in ("MaxTime", "DefaultTime"):
+            raw = part.get(key, "UNLIMITED")
+            try:
+                value = seconds_of(raw)
+            except ValueError as err:
+                raise InputError(f"{partition_name}, line {k + 1}", key, raw, str(err)) from None
+            if value is not None:
+                data[key.lower()] = str(value)
+        data["state"] = part.get("State", "UP")
+        data["prioritytier"] = part.get("PriorityTier", "1")
+        queues.append((name, data))
+    exclusive = [name for name, data in queues if data.get("exclusive") == "yes"]
+    if exclusive and settings["node_sharing"] == "yes":
+        settings["exclusive_queues"] = ",".join(exclusive)
+    if len(tiers) > 1:
+        settings["system_sysprio"] = f"prioritytier * 4294967296 + ({settings['system_sysprio']})"
+        notes.append("partitions differ in PriorityTier: jobs of a higher tier go first, as in Slurm")
+    return settings, queues, notes
+
+
+def _multifactor(config: dict[str, str], partitions: list[dict[str, str]], notes: list[str],
+                 source: str) -> str:
+    """The priority formula of ``priority/multifactor``. Age, job size and partition can be
+    computed from a job; fair share, QOS, association and TRES weights cannot: with any of
+    them set, the priority Slurm computed (``userprio``) orders the jobs, frozen at the
+    snapshot (ages grow alike, so only jobs reaching PriorityMaxAge change places)."""
+    weights = {k: _weight(config, f"PriorityWeight{k}") for k in ("Age", "JobSize", "Partition", "QOS",
+                                                                  "FairShare", "Assoc")}
+    tres = config.get("PriorityWeightTRES", "(null)")
+    if weights["FairShare"] or weights["QOS"] or weights["Assoc"] or tres not in ("(null)", ""):
+        notes.append("priority/multifactor with fair share, QOS, association or TRES weights: jufo orders by "
+                     "the priority Slurm computed (userprio), which it cannot recompute")
+        return "userprio"
+    terms = []
+    if weights["Age"]:
+        max_age = seconds_of(config.get("PriorityMaxAge", "7-00:00:00")) or 7 * 86400
+        terms.append(f"{weights['Age']} * min(AGE, {max_age}) / {max_age}")
+    if weights["JobSize"]:
+        nodes = sum(len(expand_hostlist(p["Nodes"])) for p in partitions if p.get("Nodes", "(null)") != "(null)")
+        cpus = sum(int(p.get("TotalCPUs", "0")) for p in partitions)
+        nodes = max(nodes, 1)
+        favor_small = config.get("PriorityFavorSmall", "No").lower() in ("yes", "1")
+        size = f"(numnodes / {nodes} + totalcores / {max(cpus, 1)}) / 2"
+        terms.append(f"{weights['JobSize']} * (1 - {size})" if favor_small else f"{weights['JobSize']} * {size}")
+    if weights["Partition"]:
+        notes.append("PriorityWeightPartition: the partition factor is left out (every partition's "
+                     "PriorityJobFactor counts alike)")
+    if not terms:
+        return "-DATEqueuedate"
+    notes.append("priority/multifactor: age from submission (Slurm counts from eligibility), size from the "
+                 "nodes and CPUs asked")
+    return " + ".join(terms)
+
+
+# --- where the text comes from -------------------------------------------------------------
+
+COMMANDS = {
+    "job": ["scontrol", "show", "job", "--detail", "--oneliner"],
+    "node": ["scontrol", "show", "node", "--oneliner"],
+    "partition": ["scontrol", "show", "partition", "--oneliner"],
+    "reservation": ["scontrol", "show", "reservation", "--oneliner"],
+    "config": ["scontrol", "show", "config"],
+}
+
+
+def run_scontrol(what: str, timeout: float = 30.0) -> str:
+    """The output of one scontrol command; InputError (exit 2) with its message when there is
+    no scontrol, it fails or it does not answer within ``timeout`` seconds."""
+    import subprocess
+
+    cmd = COMMANDS[what]
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise InputError(" ".join(cmd), None, None, "scontrol not found: is Slurm's client installed here? "
+                         "(--from DIR reads saved outputs instead)") from None
+    except subprocess.TimeoutExpired:
+        raise InputError(" ".join(cmd), None, None, f"no answer within {timeout:g} s") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(" ".join(cmd), None, None, f"exit {done.returncode}: "
+                         f"{message[-1][:300] if message else 'no message'}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def read_saved(directory: str, names: tuple[str, ...]) -> dict[str, str]:
+    """Saved outputs ``DIR/NAME.txt``, each read up to the input limit."""
+    import os
+
+    from .values import read_limited
+
+    out = {}
+    for name in names:
+        path = os.path.join(directory, f"{name}.txt")
+        try:
+            with open(path, "rb") as fh:
+                out[name] = read_limited(fh, path).decode("utf-8", "replace")
+        except OSError as err:
+            raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
+    return out
+
+
+def capture(directory: str | None, timeout: float = 30.0) -> SlurmText:
+    """Everything ``snapshot_objects`` needs: from saved outputs (``DIR/job.txt`` ... and, if
+    present, ``DIR/at``, the capture's epoch second) or from scontrol now."""
+    import os
+
+    names = tuple(COMMANDS)
+    if directory is None:
+        at = int(time.time())
+        return SlurmText(**{name: run_scontrol(name, timeout) for name in names}, at=at,
+                         names={name: " ".join(COMMANDS[name]) for name in names})
+    texts = read_saved(directory, names)
+    where = {name: os.path.join(directory, f"{name}.txt") for name in names}
+    at = None
+    stamp = os.path.join(directory, "at")
+    if os.path.exists(stamp):
+        with open(stamp, "rb") as fh:
+            raw = fh.read(64).decode("ascii", "replace").strip()
+        if not raw.isdigit():
+            raise InputError(stamp, None, raw, "not an epoch second")
+        at = int(raw)
+    return SlurmText(**texts, at=at, names=where)
+
+
+def site_config(directory: str | None, timeout: float = 30.0) -> tuple[bytes, list[str]]:
+    """``jufo slurm config``: an LML file with one scheduler object (what ``--config`` reads),
+    and the notes on what is approximated (also in the file, as a comment)."""
+    from .lml import build
+
+    if directory is None:
+        config_text, partition_text = run_scontrol("config", timeout), run_scontrol("partition", timeout)
+        config_name, partition_name = "scontrol show config", "scontrol show partition"
+    else:
+        texts = read_saved(directory, ("config", "partition"))
+        config_text, partition_text = texts["config"], texts["partition"]
+        config_name, partition_name = (f"{directory}/config.txt", f"{directory}/partition.txt")
+    config = parse_config(config_text, config_name)
+    partitions = parse_records(partition_text, partition_name, "PartitionName")
+    settings, queues, notes = site_settings(config, partitions, config_name, partition_name)
+    cluster = config.get("ClusterName", "slurm")
+    data = build([(f"{cluster}_scheduler", "scheduler", settings)])
+    comment = ("<!-- jufo slurm config: the scheduler model of Slurm cluster "
+               f"{_comment(cluster)}, read {_comment(config.get('_as_of', ''))}.\n"
+               + "".join(f"     - {_comment(n)}\n" for n in notes) + "-->\n")
+    head, _, rest = data.partition(b"\n")
+    return head + b"\n" + comment.encode() + rest, notes
+
+
+def _comment(text: str) -> str:
+    """Text safe inside an XML comment."""
+    return text.replace("--", "- -").replace("<", "&lt;")

@@ -1,0 +1,166 @@
+"""Score jufo against a Slurm lab's record: every capture of ``slurmlab.py`` predicted with the
+settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
+"starts now" and the real start.
+
+    python lab/score.py DIR [--history] [--json]
+
+For each capture and each pending job that later started: the walltime forecast
+(``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
+with ``--history``, the history forecast (``sacct`` of the lab imported ``--until`` the
+capture's time, so it knows only the past) with its range. Errors are actual − predicted.
+Fidelity is the share of job-snapshots where the walltime forecast is within 60 s of Slurm's
+estimate. Real starts come from the captures themselves (a job's ``StartTime`` once it runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jufo.io import lml, scontrol
+from jufo.io.dates import parse_date
+
+FORECASTERS = ("slurm", "walltime", "history", "starts now")
+
+
+def jufo(*args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "jufo", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"jufo {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()[-400:]}")
+
+
+def real_starts(captures: list[Path]) -> dict[str, int]:
+    """Each job's real start: its StartTime in the first capture that shows it started."""
+    out: dict[str, int] = {}
+    for cap in captures:
+        for rec in scontrol.parse_records((cap / "job.txt").read_text(), str(cap / "job.txt"), "JobId"):
+            if rec["JobId"] in out or rec.get("JobState") in ("PENDING", None):
+                continue
+            start = rec.get("StartTime", "")
+            if start[:1].isdigit():
+                out[rec["JobId"]] = parse_date(start)[0]
+    return out
+
+
+def _date(text: str | None) -> int | None:
+    if not text or not text[:1].isdigit():
+        return None
+    try:
+        return parse_date(text)[0]
+    except ValueError:
+        return None
+
+
+def stats(errors: list[int]) -> dict:
+    if not errors:
+        return {"count": 0}
+    absolute = [abs(e) for e in errors]
+    return {"count": len(errors), "median_error": statistics.median(errors),
+            "median_abs_error": statistics.median(absolute),
+            "within_60s": sum(a <= 60 for a in absolute) / len(errors),
+            "within_5min": sum(a <= 300 for a in absolute) / len(errors)}
+
+
+def score(lab: Path, history: bool, every: int = 1) -> dict:
+    captures = sorted(p for p in (lab / "capture").iterdir() if (p / "job.txt").exists())[::every]
+    real = real_starts(sorted((lab / "capture").iterdir()))
+    errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
+    fidelity: list[int] = []
+    ranges = {"held": 0, "with_range": 0, "widths": [], "remaining": []}
+    differ: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        site = os.path.join(tmp, "site.xml")
+        jufo("slurm", "config", "--from", str(captures[0]), "-o", site, "-q")
+        db = os.path.join(tmp, "h.db")
+        sacct = lab / "sacct.txt"
+        for cap in captures:
+            at = int((cap / "at").read_text())
+            snap, out = os.path.join(tmp, "snap.xml"), os.path.join(tmp, "out.xml")
+            jufo("slurm", "snapshot", "--from", str(cap), "-o", snap)
+            jufo("predict", snap, "--config", site, "-o", out, "-q")
+            wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
+            learned = {}
+            if history and sacct.exists():
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
+                jufo("history", "import", str(sacct), "--history", db, "--until", stamp)
+                hout = os.path.join(tmp, "hout.xml")
+                jufo("predict", snap, "--config", site, "--history", db, "-o", hout, "-q")
+                learned = {o.data.get("step"): o.data for o in lml.read(hout).of_type("job")}
+            for step, d in wall.items():
+                if d.get("state") != "Pending" or step not in real or d.get("ArrayTaskId", "").count("-"):
+                    continue
+                actual = real[step]
+                if actual < at:
+                    continue  # started before the capture was taken (the capture raced it)
+                est = _date(d.get("starttime"))
+                mine = _date(d.get("jufo_starttime"))
+                if est is not None and est >= at - 60:
+                    errors["slurm"].append(actual - est)
+                errors["starts now"].append(actual - at)
+                if mine is not None:
+                    errors["walltime"].append(actual - mine)
+                    if est is not None and est >= at - 60:
+                        fidelity.append(abs(mine - est))
+                        if abs(mine - est) > 60 and len(differ) < 40:
+                            differ.append({"capture": cap.name, "job": step, "jufo": mine - at, "slurm": est - at,
+                                           "actual": actual - at, "reason": d.get("reason")})
+                h = learned.get(step, {})
+                best = _date(h.get("jufo_starttime"))
+                if best is not None:
+                    errors["history"].append(actual - best)
+                    lo, hi = _date(h.get("jufo_starttime_lo")), _date(h.get("jufo_starttime_hi"))
+                    if lo is not None and hi is not None:
+                        ranges["with_range"] += 1
+                        ranges["held"] += lo <= actual <= hi
+                        ranges["widths"].append(hi - lo)
+                        ranges["remaining"].append(actual - at)
+    out = {"lab": str(lab), "captures": len(captures), "job_snapshots": len(errors["starts now"]),
+           **{f: stats(e) for f, e in errors.items()},
+           "fidelity_within_60s": sum(x <= 60 for x in fidelity) / len(fidelity) if fidelity else None,
+           "fidelity_compared": len(fidelity), "differ_examples": differ}
+    if ranges["with_range"]:
+        out["range"] = {"with_range": ranges["with_range"], "coverage": ranges["held"] / ranges["with_range"],
+                        "median_width": statistics.median(ranges["widths"]),
+                        "median_remaining_wait": statistics.median(ranges["remaining"])}
+    return out
+
+
+def table(result: dict) -> str:
+    rows = [f"{result['lab']}: {result['captures']} captures, {result['job_snapshots']} pending job-snapshots",
+            f"{'forecast':12s} {'n':>5s} {'median err':>11s} {'median |err|':>12s} {'<=60 s':>7s} {'<=5 min':>8s}"]
+    for f in FORECASTERS:
+        s = result[f]
+        if s["count"]:
+            rows.append(f"{f:12s} {s['count']:5d} {s['median_error']:11.0f} {s['median_abs_error']:12.0f} "
+                        f"{s['within_60s']:7.1%} {s['within_5min']:8.1%}")
+    if result["fidelity_within_60s"] is not None:
+        rows.append(f"walltime forecast within 60 s of Slurm's estimate: {result['fidelity_within_60s']:.1%} "
+                    f"of {result['fidelity_compared']}")
+    if "range" in result:
+        r = result["range"]
+        rows.append(f"history range: {r['with_range']} with a range, coverage {r['coverage']:.1%}, median width "
+                    f"{r['median_width']:.0f} s, median remaining wait {r['median_remaining_wait']:.0f} s")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python lab/score.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("lab", type=Path)
+    p.add_argument("--history", action="store_true", help="also the history forecast (needs DIR/sacct.txt)")
+    p.add_argument("--every", type=int, default=1, help="score every N-th capture")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    result = score(args.lab, args.history, args.every)
+    print(json.dumps(result, indent=1) if args.json else table(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,524 @@
+"""A Slurm lab on one machine: a real Slurm 22.05 (Debian's packages) with one ``slurmd -N`` per
+virtual node on localhost, a time-compressed window of a real SWF trace replayed into it as
+``sbatch --wrap 'sleep N'``, and what LLview or jufo would see captured every few seconds.
+
+    python lab/slurmlab.py run TRACE --dir DIR [--nodes 16] [--jobs 300] [--scale 60] ...
+    python lab/slurmlab.py start --dir DIR [--nodes 16] [--accounting]
+    python lab/slurmlab.py stop --dir DIR
+
+Needs root on a Debian machine (``--install`` runs apt-get for slurmctld, slurmd, slurm-client,
+munge, and with ``--accounting`` mariadb-server and slurmdbd). Every daemon it starts is recorded
+in ``DIR/pids`` and stopped by that pid. Captures go to ``DIR/capture/NNNN/`` as the saved
+outputs ``jufo slurm snapshot --from`` reads (``job.txt``, ``node.txt``, ``partition.txt``,
+``reservation.txt``, ``config.txt``) with ``squeue.txt`` (``squeue --start``) and ``at`` (the
+capture's epoch second); at the end ``DIR/sacct.txt`` holds ``sacct --parsable2`` (with
+``--accounting``) and ``DIR/submitted.tsv`` what was submitted.
+
+Facts this relies on (Debian 12, Slurm 22.05.8): munged refuses to run as root with the
+package's key, so it runs as the munge user; plain ``slurmd -N name`` works, one process per
+node, each on its own port, with ``SlurmdParameters=config_overrides``; each node's spool
+folder must exist; MariaDB's postinst cannot start it here, so ``mariadbd`` is started by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # jufo's own reader, from the checkout
+from jufo.io.scontrol import COMMANDS  # noqa: E402
+
+PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
+ACCOUNTING_PACKAGES = ["mariadb-server", "slurmdbd"]
+USERS = ["jlab1", "jlab2", "jlab3"]
+CTLD_PORT = 16817
+DBD_PORT = 16819
+SQL_PORT = 16306
+NODE_PORT = 17001
+
+
+@dataclass
+class Lab:
+    """Where a lab lives and how it is shaped."""
+
+    dir: Path
+    nodes: int = 16
+    cores: int = 4
+    accounting: bool = False
+    priority: str = "basic"  # or multifactor
+    partitions: str = "exclusive"  # or mixed: an exclusive and a core-shared partition
+    scheduler: str = "backfill"
+    bf_interval: int = 5
+    ports: int = 0  # added to every port, so that two labs can run side by side
+
+    @property
+    def munge_socket(self) -> Path:
+        return self.dir / "run" / "munge" / "munge.socket"
+
+    @property
+    def names(self) -> str:
+        return f"n[01-{self.nodes:02d}]" if self.nodes > 1 else "n01"
+
+    def node(self, k: int) -> str:
+        return f"n{k + 1:02d}"
+
+
+def sh(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), check=check, text=True, capture_output=True, **kw)
+
+
+def install(accounting: bool) -> None:
+    """apt-get the packages (as root)."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    wanted = PACKAGES + (ACCOUNTING_PACKAGES if accounting else [])
+    missing = [p for p in wanted if sh("dpkg-query", "-W", "-f=${Status}", p, check=False).stdout
+               != "install ok installed"]
+    if not missing:
+        return
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def slurm_conf(lab: Lab) -> str:
+    d = lab.dir
+    half = max(1, lab.nodes // 2)
+    lines = [
+        "ClusterName=jufolab",
+        "SlurmctldHost=localhost",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        f"SlurmctldPort={CTLD_PORT + lab.ports}",
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={lab.munge_socket}",
+        "CryptoType=crypto/munge",
+        f"StateSaveLocation={d}/state",
+        f"SlurmdSpoolDir={d}/spool/%n",
+        f"SlurmctldPidFile={d}/run/slurmctld.pid",
+        f"SlurmdPidFile={d}/run/slurmd-%n.pid",
+        f"SlurmctldLogFile={d}/log/slurmctld.log",
+        f"SlurmdLogFile={d}/log/slurmd-%n.log",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "MpiDefault=none",
+        "MailProg=/bin/true",
+        "ReturnToService=2",
+        "SlurmdParameters=config_overrides",
+        f"SchedulerType=sched/{lab.scheduler}",
+        f"SchedulerParameters=bf_interval={lab.bf_interval},bf_resolution=60,bf_window=1440,bf_continue",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        f"PriorityType=priority/{lab.priority}",
+        "JobAcctGatherType=jobacct_gather/none",
+        "JobCompType=jobcomp/none",
+        "MinJobAge=600",
+        "KillWait=5",
+        "OverTimeLimit=0",
+        "InactiveLimit=0",
+        "MessageTimeout=30",
+        "SlurmctldTimeout=60",
+        "SlurmdTimeout=120",
+    ]
+    if lab.priority == "multifactor":
+        lines += ["PriorityWeightAge=1000", "PriorityWeightJobSize=1000", "PriorityMaxAge=1:00:00",
+                  "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
+    if lab.accounting:
+        lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
+                  f"AccountingStoragePort={DBD_PORT + lab.ports}"]
+    else:
+        lines += ["AccountingStorageType=accounting_storage/none"]
+    lines.append(f"NodeName={lab.names} NodeHostname=localhost NodeAddr=127.0.0.1 "
+                 f"Port={NODE_PORT + lab.ports}-{NODE_PORT + lab.ports + lab.nodes - 1} CPUs={lab.cores} RealMemory=1000 State=UNKNOWN")
+    if lab.partitions == "mixed" and lab.nodes > 1:
+        lines.append(f"PartitionName=batch Nodes=n[01-{half:02d}] Default=YES MaxTime=INFINITE State=UP "
+                     "OverSubscribe=EXCLUSIVE")
+        lines.append(f"PartitionName=shared Nodes=n[{half + 1:02d}-{lab.nodes:02d}] MaxTime=INFINITE State=UP "
+                     "OverSubscribe=NO")
+    else:
+        lines.append(f"PartitionName=batch Nodes={lab.names} Default=YES MaxTime=INFINITE State=UP "
+                     "OverSubscribe=EXCLUSIVE")
+    return "\n".join(lines) + "\n"
+
+
+def record_pid(lab: Lab, name: str, pid: int) -> None:
+    with open(lab.dir / "pids", "a") as fh:
+        fh.write(f"{pid} {name}\n")
+
+
+def wait_for(what: str, test, seconds: float = 30.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if test():
+            return
+        time.sleep(0.25)
+    raise SystemExit(f"slurmlab: {what} did not come up within {seconds:.0f} s")
+
+
+def pid_from(path: Path, seconds: float = 15.0) -> int:
+    wait_for(str(path), lambda: path.exists() and path.read_text().strip().isdigit(), seconds)
+    return int(path.read_text().strip())
+
+
+def ensure_users() -> None:
+    for user in USERS:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            sh("useradd", "--no-create-home", "--shell", "/bin/sh", user)
+
+
+def start_munge(lab: Lab) -> None:
+    """The lab's own munged (as the munge user: it refuses root with the package's key), on a
+    socket of its own, so labs and a site's munged never meet."""
+    run = lab.munge_socket.parent
+    run.mkdir(parents=True, exist_ok=True)
+    shutil.chown(run, "munge", "munge")
+    run.chmod(0o755)
+    if not Path("/etc/munge/munge.key").exists():
+        sh("runuser", "-u", "munge", "--", "/usr/sbin/mungekey", "--create")
+    sh("runuser", "-u", "munge", "--", "/usr/sbin/munged", "--force", f"--socket={lab.munge_socket}",
+       f"--pid-file={run}/munged.pid", f"--log-file={run}/munged.log", f"--seed-file={run}/munged.seed")
+    record_pid(lab, "munged", pid_from(run / "munged.pid"))
+    wait_for("munged", lambda: sh("munge", "-n", f"--socket={lab.munge_socket}", check=False).returncode == 0)
+
+
+def start_accounting(lab: Lab) -> None:
+    d = lab.dir
+    data, sock = d / "mysql", d / "run" / "sql" / "mysqld.sock"
+    if not data.exists():
+        sh("mariadb-install-db", "--user=mysql", f"--datadir={data}", "--auth-root-authentication-method=socket",
+           "--skip-test-db")
+        shutil.chown(data, "mysql", "mysql")
+    (d / "run" / "sql").mkdir(exist_ok=True)
+    shutil.chown(d / "run" / "sql", "mysql", "mysql")
+    proc = subprocess.Popen(["/usr/sbin/mariadbd", "--user=mysql", f"--datadir={data}", f"--socket={sock}",
+                             f"--port={SQL_PORT + lab.ports}", "--bind-address=127.0.0.1", f"--pid-file={d}/run/sql/mariadb.pid",
+                             f"--log-error={d}/log/mariadb.log", "--innodb-buffer-pool-size=64M"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    record_pid(lab, "mariadbd", proc.pid)
+    wait_for("mariadbd", lambda: sh("mariadb", f"--socket={sock}", "-e", "select 1", check=False).returncode == 0)
+    sql = ("CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
+           "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'jufolab'; "
+           "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'jufolab'; "
+           "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';")
+    sh("mariadb", f"--socket={sock}", "-e", sql)
+    conf = d / "etc" / "slurmdbd.conf"
+    conf.write_text("\n".join([
+        "AuthType=auth/munge", f"AuthInfo=socket={lab.munge_socket}", "DbdHost=localhost",
+        f"DbdPort={DBD_PORT + lab.ports}", "SlurmUser=root",
+        f"PidFile={d}/run/slurmdbd.pid", f"LogFile={d}/log/slurmdbd.log", "StorageType=accounting_storage/mysql",
+        "StorageHost=127.0.0.1", f"StoragePort={SQL_PORT + lab.ports}", "StorageUser=slurm", "StoragePass=jufolab",
+        "StorageLoc=slurm_acct_db"]) + "\n")
+    conf.chmod(0o600)
+    env = {**os.environ, "SLURM_CONF": str(d / "etc" / "slurm.conf")}
+    subprocess.run(["/usr/sbin/slurmdbd"], check=True, env=env)  # slurmdbd.conf: beside SLURM_CONF
+    record_pid(lab, "slurmdbd", pid_from(d / "run" / "slurmdbd.pid"))
+    wait_for("slurmdbd", lambda: sh("sacctmgr", "-n", "show", "cluster", check=False, env=env).returncode == 0)
+    sh("sacctmgr", "-i", "add", "cluster", "jufolab", check=False, env=env)
+    sh("sacctmgr", "-i", "add", "account", "lab", "Cluster=jufolab", check=False, env=env)
+    for user in USERS + ["root"]:
+        sh("sacctmgr", "-i", "add", "user", user, "Account=lab", "Cluster=jufolab", check=False, env=env)
+
+
+def start(lab: Lab) -> dict[str, str]:
+    """Write the configuration and start every daemon; the environment that reaches the lab."""
+    d = lab.dir
+    for sub in ("etc", "state", "run", "log", "out", "capture", *(f"spool/{lab.node(k)}" for k in range(lab.nodes))):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    (d / "out").chmod(0o1777)
+    d.chmod(0o755)
+    conf = d / "etc" / "slurm.conf"
+    conf.write_text(slurm_conf(lab))
+    (d / "pids").touch()
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    ensure_users()
+    start_munge(lab)
+    if lab.accounting:
+        start_accounting(lab)
+    subprocess.run(["/usr/sbin/slurmctld", "-f", str(conf), "-c", "-i"], check=True, env=env)
+    record_pid(lab, "slurmctld", pid_from(d / "run" / "slurmctld.pid"))
+    wait_for("slurmctld", lambda: sh("scontrol", "ping", check=False, env=env).stdout.count("UP") >= 1)
+    for k in range(lab.nodes):
+        name = lab.node(k)
+        subprocess.run(["/usr/sbin/slurmd", "-f", str(conf), "-N", name], check=True, env=env)
+        record_pid(lab, f"slurmd {name}", pid_from(d / "run" / f"slurmd-{name}.pid"))
+
+    def all_idle() -> bool:
+        out = sh("sinfo", "-h", "-N", "-o", "%N %t", check=False, env=env).stdout.split()
+        states = out[1::2]
+        return len(states) >= lab.nodes and all(s.startswith(("idle", "mix", "alloc")) for s in states)
+
+    wait_for(f"{lab.nodes} nodes", all_idle, 60)
+    (d / "env").write_text(f"SLURM_CONF={conf}\n")
+    return env
+
+
+def stop(directory: Path) -> list[str]:
+    """Stop every daemon the lab started, by its recorded pid, newest first."""
+    pids = directory / "pids"
+    if not pids.exists():
+        return []
+    conf = directory / "etc" / "slurm.conf"
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    left = sh("squeue", "-h", "-o", "%i", check=False, env=env, timeout=30).stdout.split() if conf.exists() else []
+    if left:  # jobs' steps outlive slurmd: end them while slurmctld still runs
+        sh("scancel", "--full", *left, check=False, env=env, timeout=30)
+        time.sleep(2)
+    stopped = []
+    rows = [line.split(" ", 1) for line in pids.read_text().splitlines() if line.strip()]
+    for pid, name in reversed(rows):
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+            stopped.append(name)
+        except ProcessLookupError:
+            continue
+    end = time.monotonic() + 20
+    for pid, name in rows:
+        while time.monotonic() < end:
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    pids.unlink()
+    return stopped
+
+
+# --- the workload --------------------------------------------------------------------------
+
+
+@dataclass
+class Submit:
+    """One sbatch: whole nodes (``nodes``, ``--exclusive``) or, in the shared partition, ``tasks``
+    cores; ``after``: the index of the job it depends on (afterany), ``array``: ``1-8%2``."""
+
+    at: float  # seconds after the replay's start
+    user: str
+    nodes: int
+    limit_min: int
+    sleep: int
+    partition: str = ""
+    tasks: int = 0
+    trace_id: str = ""
+    after: int | None = None
+    array: str = ""
+
+
+def read_swf(path: str) -> list[list[float]]:
+    opener = gzip.open if path.endswith(".gz") else open
+    rows = []
+    with opener(path, "rt") as fh:
+        for line in fh:
+            if line.startswith(";") or not line.strip():
+                continue
+            rows.append([float(x) for x in line.split()])
+    return rows
+
+
+def mixed(jobs: list[Submit], lab: Lab) -> list[Submit]:
+    """The mixed workload: jobs of at most an eighth of the machine go to the core-shared
+    partition as that many cores (of its half of the nodes), larger ones take whole nodes of
+    the exclusive one (of its half); and a dependency chain of three and a throttled array
+    (``1-8%2``) a quarter of the way in."""
+    half = max(1, lab.nodes // 2)
+    out = []
+    for job in jobs:
+        share = job.nodes / lab.nodes
+        if share <= 1 / 8:
+            out.append(Submit(job.at, job.user, 1, job.limit_min, job.sleep, "shared",
+                              max(1, round(share * half * lab.cores)), job.trace_id))
+        else:
+            out.append(Submit(job.at, job.user, max(1, min(half, round(share * half))), job.limit_min, job.sleep,
+                              "batch", trace_id=job.trace_id))
+    if out:
+        t = out[len(out) // 4].at
+        k = len(out)
+        out += [Submit(t, USERS[0], 2, 3, 100, "batch", trace_id=f"chain{i}", after=None if i == 0 else k + i - 1)
+                for i in range(3)]
+        out.append(Submit(t + 1, USERS[1], 1, 2, 70, "shared", tasks=2, trace_id="array", array="1-8%2"))
+    return out
+
+
+def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: int) -> list[Submit]:
+    """``jobs`` consecutive usable jobs of ``trace`` after ``skip``: submit times divided by
+    ``scale``, limits divided by ``scale`` and rounded to whole minutes (at least 1), run times at
+    the job's real run/limit ratio of the lab limit, sizes scaled from ``procs`` processors to the
+    lab's nodes, users mapped onto the lab's users."""
+    out: list[Submit] = []
+    rows = [r for r in read_swf(trace) if r[3] > 0 and r[8] > 0 and r[4] > 0 and r[1] >= 0]
+    rows = rows[skip:skip + jobs]
+    if not rows:
+        return out
+    t0 = rows[0][1]
+    users: dict[int, str] = {}
+    for r in rows:
+        number, submit, run, size, limit, uid = int(r[0]), r[1], r[3], int(r[4]), r[8], int(r[11])
+        limit_min = max(1, round(limit / scale / 60))
+        ratio = min(run / limit, 1.0)
+        sleep = max(1, min(int(ratio * limit_min * 60), limit_min * 60 - 5))
+        nodes = max(1, min(lab.nodes, round(size * lab.nodes / procs)))
+        user = users.setdefault(uid, USERS[len(users) % len(USERS)])
+        out.append(Submit((submit - t0) / scale, user, nodes, limit_min, sleep, trace_id=str(number)))
+    return out
+
+
+# what ``jufo slurm snapshot --from`` reads, and squeue's view of the same moment
+CAPTURES = {**{f"{name}.txt": cmd for name, cmd in COMMANDS.items()},
+            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"]}
+
+
+def capture(lab: Lab, env: dict[str, str], seq: int) -> Path:
+    """One capture of what a gatherer sees, in ``DIR/capture/NNNN``."""
+    where = lab.dir / "capture" / f"{seq:04d}"
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "at").write_text(f"{int(time.time())}\n")
+    for name, cmd in CAPTURES.items():
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        (where / name).write_text(done.stdout)
+    return where
+
+
+def submit(lab: Lab, env: dict[str, str], job: Submit, ids: list[str]) -> str:
+    cmd = ["runuser", "-u", job.user, "--", "sbatch", "--parsable", "-t", str(job.limit_min), "-J",
+           f"t{job.trace_id}", "-o", f"{lab.dir}/out/%A_%a.out" if job.array else f"{lab.dir}/out/%j.out"]
+    if job.partition == "shared":
+        cmd += ["-p", "shared", "-n", str(job.tasks)]
+    else:
+        cmd += ["-N", str(job.nodes), "--exclusive"] + (["-p", job.partition] if job.partition else [])
+    if job.after is not None and ids[job.after]:
+        cmd += [f"--dependency=afterany:{ids[job.after]}"]
+    if job.array:
+        cmd += [f"--array={job.array}"]
+    cmd += ["--wrap", f"sleep {job.sleep}"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=lab.dir / "out")
+    if done.returncode != 0:
+        print(f"slurmlab: sbatch failed: {done.stderr.strip()}", file=sys.stderr)
+        return ""
+    return done.stdout.strip().split(";")[0]
+
+
+def reserve(env: dict[str, str], start_in: float, minutes: int, nodes: str) -> None:
+    """A maintenance reservation of ``nodes`` ``start_in`` seconds from now."""
+    start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + start_in))
+    sh("scontrol", "create", "reservation", "ReservationName=maint", f"StartTime={start}", f"Duration={minutes}",
+       f"Nodes={nodes}", "Users=root", "Flags=MAINT,IGNORE_JOBS", env=env)
+
+
+def replay(lab: Lab, env: dict[str, str], jobs: list[Submit], every: float, tail: float,
+           maintenance: tuple[float, int, str] | None = None) -> None:
+    """Submit each job at its time, capture every ``every`` seconds, until all are done (or
+    ``tail`` seconds after the last submit at most). ``maintenance``: (seconds from the start,
+    minutes, nodes) of a reservation made at the start."""
+    began = time.time()
+    seq, next_capture = 0, began
+    if maintenance is not None:
+        reserve(env, *maintenance)
+    ids = [""] * len(jobs)
+    order = sorted(range(len(jobs)), key=lambda k: jobs[k].at)
+    pending = [jobs[k] for k in order]
+    index = {id(jobs[k]): k for k in order}
+    log = open(lab.dir / "submitted.tsv", "w")
+    log.write("slurm_id\ttrace_id\tsubmitted\tuser\tnodes\tlimit_min\tsleep\tpartition\n")
+    deadline = began + (pending[-1].at if pending else 0) + tail
+    while True:
+        now = time.time()
+        while pending and began + pending[0].at <= now:
+            job = pending.pop(0)
+            jid = submit(lab, env, job, ids)
+            ids[index[id(job)]] = jid
+            log.write(f"{jid}\t{job.trace_id}\t{int(time.time())}\t{job.user}\t{job.nodes}\t{job.limit_min}\t"
+                      f"{job.sleep}\t{job.partition}\n")
+            log.flush()
+        if now >= next_capture:
+            capture(lab, env, seq)
+            seq += 1
+            next_capture += every
+        if not pending:
+            left = sh("squeue", "-h", "-o", "%i", check=False, env=env).stdout.split()
+            if not left or now > deadline:
+                break
+        time.sleep(0.5)
+    capture(lab, env, seq)
+    log.close()
+
+
+def collect(lab: Lab, env: dict[str, str]) -> None:
+    if not lab.accounting:
+        return
+    fields = "JobID,JobIDRaw,User,Group,Account,Partition,QOS,Submit,Eligible,Start,End,Timelimit,NNodes,NCPUS,State"
+    for _ in range(20):  # slurmdbd takes the last records a moment after the jobs end
+        done = sh("sacct", "--parsable2", "--allusers", "-X", "-S", "2000-01-01", "-o", fields, check=False, env=env)
+        if done.returncode == 0 and "PENDING" not in done.stdout and "RUNNING" not in done.stdout:
+            break
+        time.sleep(3)
+    (lab.dir / "sacct.txt").write_text(done.stdout)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python lab/slurmlab.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", choices=["run", "start", "stop"])
+    p.add_argument("trace", nargs="?")
+    p.add_argument("--dir", required=True, type=Path)
+    p.add_argument("--nodes", type=int, default=16)
+    p.add_argument("--cores", type=int, default=4)
+    p.add_argument("--jobs", type=int, default=300)
+    p.add_argument("--skip", type=int, default=0, help="trace jobs to pass over first")
+    p.add_argument("--scale", type=float, default=60.0, help="time compression: real seconds per lab second")
+    p.add_argument("--procs", type=int, default=100, help="the trace machine's processors (scaled to --nodes)")
+    p.add_argument("--every", type=float, default=30.0, help="seconds between captures")
+    p.add_argument("--tail", type=float, default=3600.0, help="seconds after the last submit to wait at most")
+    p.add_argument("--accounting", action="store_true", help="MariaDB and slurmdbd, for sacct")
+    p.add_argument("--install", action="store_true", help="apt-get what is missing")
+    p.add_argument("--priority", choices=["basic", "multifactor"], default="basic")
+    p.add_argument("--partitions", choices=["exclusive", "mixed"], default="exclusive")
+    p.add_argument("--ports", type=int, default=0, help="added to every port (a second lab beside a first)")
+    args = p.parse_args(argv)
+    if args.action == "stop":
+        print("stopped:", ", ".join(stop(args.dir)) or "nothing")
+        return
+    if os.geteuid() != 0:
+        raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
+    if args.install:
+        install(args.accounting)
+    lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
+              ports=args.ports)
+    try:
+        env = start(lab)
+        if args.action == "start":
+            print(f"lab up: export SLURM_CONF={lab.dir}/etc/slurm.conf; stop with: python lab/slurmlab.py stop "
+                  f"--dir {lab.dir}")
+            return
+        if not args.trace:
+            raise SystemExit("slurmlab: run needs a TRACE")
+        jobs = workload(args.trace, lab, args.jobs, args.skip, args.scale, args.procs)
+        maintenance = None
+        if args.partitions == "mixed":
+            jobs = mixed(jobs, lab)
+            span = max((j.at for j in jobs), default=0)
+            maintenance = (span * 0.6, 5, f"n[{lab.nodes // 2 + 1:02d}-{lab.nodes:02d}]")
+        (lab.dir / "workload.json").write_text(json.dumps([j.__dict__ for j in jobs]))
+        replay(lab, env, jobs, args.every, args.tail, maintenance)
+        collect(lab, env)
+    finally:
+        if args.action == "run":
+            stop(lab.dir)
+
+
+if __name__ == "__main__":
+    main()

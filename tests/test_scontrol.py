@@ -1,0 +1,290 @@
+"""Slurm read directly: scontrol's text (saved outputs of a real Slurm 22.05 lab in
+``tests/data/slurm/mixed``) into a raw LML snapshot and a site configuration, every mapping of
+``docs/slurm.md``, and the errors: no scontrol, scontrol failing or hanging, malformed output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, snapshot, waiting
+from jufo.cli import main
+from jufo.io import lml, scontrol
+from jufo.io.dates import parse_date
+from jufo.io.errors import InputError
+
+LAB = ROOT / "tests" / "data" / "slurm" / "mixed"
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def config(**over: str) -> dict[str, str]:
+    base = {"SchedulerType": "sched/backfill", "SchedulerParameters": "bf_window=2880,bf_max_job_test=300",
+            "SelectType": "select/cons_tres", "SelectTypeParameters": "CR_CORE", "PriorityType": "priority/basic",
+            "OverTimeLimit": "0 min"}
+    base.update(over)
+    return base
+
+
+PARTS = [{"PartitionName": "batch", "Nodes": "n[01-04]", "OverSubscribe": "EXCLUSIVE", "MaxTime": "1-00:00:00",
+          "TotalCPUs": "16", "PriorityTier": "1", "State": "UP"},
+         {"PartitionName": "shared", "Nodes": "n[05-08]", "OverSubscribe": "NO", "MaxTime": "UNLIMITED",
+          "TotalCPUs": "16", "PriorityTier": "1", "State": "UP"}]
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+def test_records_keep_blanks_in_values_and_skip_the_empty_listing():
+    text = "NodeName=n01 OS=Linux 6.1.0 #1 SMP Arch=x86_64\nNo nodes in the system\n"
+    assert scontrol.parse_records(text, "node.txt", "NodeName") == [
+        {"NodeName": "n01", "OS": "Linux 6.1.0 #1 SMP", "Arch": "x86_64"}]
+    assert scontrol.parse_records("No jobs in the system\n", "job.txt", "JobId") == []
+
+
+@pytest.mark.parametrize("text, where, key", [
+    ("garbage without keys\n", "job.txt, line 1", None),
+    ("JobId=1 JobName=a\nJobName=b UserId=u\n", "job.txt, line 2", "JobId"),
+])
+def test_malformed_records_name_file_line_and_key(text, where, key):
+    with pytest.raises(InputError) as err:
+        scontrol.parse_records(text, "job.txt", "JobId")
+    assert str(err.value).startswith(where) and (key is None or key in str(err.value))
+
+
+def test_config_reads_the_real_output():
+    cfg = scontrol.parse_config((LAB / "config.txt").read_text(), "config.txt")
+    assert cfg["SchedulerType"] == "sched/backfill" and cfg["PriorityType"] == "priority/multifactor"
+    assert cfg["SlurmctldHost[0]"].endswith("(localhost)") and cfg["_as_of"].startswith("2026-")
+    with pytest.raises(InputError, match="SchedulerType"):
+        scontrol.parse_config("Configuration data as of 2026-01-01T00:00:00\nFoo = bar\n", "c.txt")
+
+
+@pytest.mark.parametrize("text, seconds", [("5", 300), ("1:30", 90), ("02:00:00", 7200), ("1-00:00:00", 86400),
+                                           ("2-12", 216000), ("1-01:30", 91800), ("UNLIMITED", None),
+                                           ("Partition_Limit", None)])
+def test_slurm_durations(text, seconds):
+    assert scontrol.seconds_of(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["1h", "-5", "10:xx", "99999999-00:00:00"])
+def test_bad_durations_are_refused(text):
+    with pytest.raises(ValueError):
+        scontrol.seconds_of(text)
+
+
+# --- the configuration ---------------------------------------------------------------------
+
+def test_backfill_cons_tres_basic():
+    settings, queues, notes = scontrol.site_settings(config(), PARTS)
+    assert settings == {"system_state": "NodeState", "scheduling_algorithm": "Backfilling", "maxtopdogs": "300",
+                        "node_sharing": "yes", "system_sysprio": "-DATEqueuedate", "exclusive_queues": "batch"}
+    assert dict(queues)["batch"]["maxtime"] == "86400" and "maxtime" not in dict(queues)["shared"]
+    assert any("bf_window=2880" in n for n in notes)
+
+
+def test_builtin_linear_and_the_default_test_depth():
+    settings, _, _ = scontrol.site_settings(config(SchedulerType="sched/builtin", SelectType="select/linear",
+                                                   SchedulerParameters="(null)"), PARTS)
+    assert settings["scheduling_algorithm"] == "FCFS" and settings["node_sharing"] == "no"
+    assert "exclusive_queues" not in settings  # linear: every job takes whole nodes anyway
+    settings, _, _ = scontrol.site_settings(config(SchedulerParameters="(null)"), PARTS)
+    assert settings["maxtopdogs"] == "500"
+
+
+def test_multifactor_age_and_size_is_a_formula():
+    cfg = config(PriorityType="priority/multifactor", PriorityWeightAge="1000", PriorityWeightJobSize="500",
+                 PriorityMaxAge="01:00:00")
+    settings, _, _ = scontrol.site_settings(cfg, PARTS)
+    assert settings["system_sysprio"] == ("1000 * min(AGE, 3600) / 3600 + "
+                                          "500 * (numnodes / 8 + totalcores / 32) / 2")
+    cfg["PriorityFavorSmall"] = "Yes"
+    assert "500 * (1 - (numnodes" in scontrol.site_settings(cfg, PARTS)[0]["system_sysprio"]
+
+
+def test_multifactor_with_fair_share_uses_slurms_own_priority():
+    cfg = config(PriorityType="priority/multifactor", PriorityWeightAge="1000", PriorityWeightFairShare="10000")
+    settings, _, notes = scontrol.site_settings(cfg, PARTS)
+    assert settings["system_sysprio"] == "userprio" and any("fair share" in n for n in notes)
+
+
+def test_priority_tiers_go_first():
+    parts = [dict(PARTS[0], PriorityTier="10"), PARTS[1]]
+    settings, _, _ = scontrol.site_settings(config(), parts)
+    assert settings["system_sysprio"] == "prioritytier * 4294967296 + (-DATEqueuedate)"
+
+
+@pytest.mark.parametrize("key, value", [("SchedulerType", "sched/hold"), ("SelectType", "select/cray_aries"),
+                                        ("PriorityType", "priority/custom"), ("PriorityWeightAge", "lots"),
+                                        ("SchedulerParameters", "bf_max_job_test=0")])
+def test_unknown_values_that_change_the_schedule_are_refused(key, value):
+    cfg = config(**{key: value})
+    if key == "PriorityWeightAge":
+        cfg["PriorityType"] = "priority/multifactor"
+    with pytest.raises(InputError) as err:
+        scontrol.site_settings(cfg, PARTS)
+    assert key in str(err.value) and value.split("=")[-1] in str(err.value)
+
+
+def test_bad_partition_values_are_refused_with_the_line():
+    with pytest.raises(InputError, match=r"partition.txt, line 2: OverSubscribe='SOMETIMES'"):
+        scontrol.site_settings(config(), [PARTS[0], dict(PARTS[1], OverSubscribe="SOMETIMES")])
+    with pytest.raises(InputError, match="MaxTime"):
+        scontrol.site_settings(config(), [dict(PARTS[0], MaxTime="forever")])
+
+
+def test_slurm_config_from_the_lab_is_a_preset_predict_takes(tmp_path):
+    site = tmp_path / "site.xml"
+    done = run("slurm", "config", "--from", str(LAB), "-o", str(site))
+    assert done.exit_code == 0, done.output
+    assert "note: bf_window=1440 min" in done.stderr
+    settings = lml.read(str(site)).of_type("scheduler")[0].data
+    assert settings["exclusive_queues"] == "batch" and settings["maxtopdogs"] == "500"
+    assert settings["system_sysprio"].startswith("1000 * min(AGE, 3600) / 3600 + 1000 * (numnodes / 8")
+    out = tmp_path / "out.xml"
+    assert run("predict", *[str(ROOT / "sample_lml" / "llview2" / f) for f in
+                            ("jobs_LML.xml", "nodes_LML.xml", "sysinfo_LML.xml")],
+               "--config", str(site), "-o", str(out), "-q").exit_code == 0
+
+
+# --- the snapshot --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lab_snapshot(tmp_path_factory):
+    out = tmp_path_factory.mktemp("snap") / "raw.xml"
+    done = run("slurm", "snapshot", "--from", str(LAB), "-o", str(out))
+    assert done.exit_code == 0, done.output
+    return out
+
+
+def test_snapshot_in_llview2_keys(lab_snapshot):
+    doc = lml.read(str(lab_snapshot))
+    jobs = {o.data["step"]: o.data for o in doc.of_type("job")}
+    assert len(jobs) == 11
+    wide = jobs["2"]  # running on 4 whole nodes of the exclusive partition
+    assert wide["state"] == "Running" and wide["status"] == "RUNNING" and wide["owner"] == "jlab2"
+    assert wide["nodelist"] == "(n01,4)(n02,4)(n03,4)(n04,4)" and wide["exclusive"] == "yes"
+    pending = jobs["1"]
+    assert pending["state"] == "Pending" and pending["numnodes"] == "2" and pending["totalcores"] == "2"
+    assert pending["starttime"] == "2026-11-25 15:28:47" and pending["wall"] == "120"
+    assert jobs["9"]["dependency"].startswith("afterany:8") and jobs["11"]["reason"] == "JobHeldUser"
+    assert jobs["10"]["ArrayTaskId"] == "1-6%2" and "exclusive" not in jobs["4"]
+    nodes = {o.id: o.data for o in doc.of_type("node")}
+    assert nodes["n01"]["classes"] == "[batch:4]" and nodes["n05"]["classes"] == "[shared:4]"
+    resv = doc.of_type("reservation")[0].data
+    assert resv["resid"] == "maint" and resv["nodelist"] == "n05 n06 n07 n08" and "MAINT" in resv["flags"]
+    system = doc.of_type("system")[0].data
+    assert system["system_time"] == "11/25/26-15:26:01" and system["hostname"] == "jufolab"
+    assert doc.of_type("scheduler")[0].data["exclusive_queues"] == "batch"
+
+
+def test_snapshot_validates_and_predicts_as_slurm_plans(lab_snapshot, tmp_path):
+    assert run("validate", str(lab_snapshot)).exit_code == 0
+    out = tmp_path / "out.xml"
+    assert run("predict", str(lab_snapshot), "-o", str(out), "-q").exit_code == 0
+    jobs = {o.data["step"]: o.data for o in lml.read(str(out)).of_type("job")}
+    # Slurm's own estimates at the capture (squeue.txt), to the second where jufo agrees
+    # (dates written as system_time is, as LLview 2's files have it)
+    assert jobs["1"]["jufo_starttime"] == "11/25/26-15:28:47"  # 2 whole nodes of the exclusive partition
+    assert jobs["8"]["jufo_starttime"] == "11/25/26-15:28:47"
+    assert jobs["4"]["jufo_starttime"] == "11/25/26-15:27:47"  # 6 cores of the shared partition
+    # the pending exclusive job takes every core of its nodes, not one per node as Slurm shows it
+    assert jobs["1"]["jufo_nodelist"] in ("(n01,4)(n02,4)", "n01n02") or jobs["1"]["jufo_ranges"].endswith("4")
+    assert jobs["11"]["jufo_reason"].startswith("Held")
+    assert parse_date(jobs["9"]["jufo_starttime"]) >= parse_date(jobs["8"]["jufo_endtime"])  # afterany:8
+
+
+def test_exclusive_jobs_take_whole_nodes(tmp_path):
+    """Without the key, a 2-node job showing one core per node packs beside a running job."""
+    nodes = {"n1": 4, "n2": 4}
+    running = {"state": "Running", "owner": "r", "queue": "batch", "queuedate": "01/10/12-10:00:00",
+               "dispatchdate": "01/10/12-11:00:00", "wall": 7200, "nummachines": 1, "taskspernode": 1,
+               "nodelist": "(n1,1)"}
+    jobs = {"r": running, "w": waiting(1, 600, nodes=2)}
+    for scheduler, expected in (({}, "01/10/12-12:00:00"), ({"exclusive_queues": "batch"}, "01/10/12-13:00:00")):
+        src = tmp_path / "in.xml"
+        src.write_bytes(snapshot(jobs, nodes, scheduler=scheduler or None))
+        out = tmp_path / "out.xml"
+        assert run("predict", str(src), "-o", str(out), "-q").exit_code == 0
+        data = {o.id: o.data for o in lml.read(str(out)).of_type("job")}
+        assert data["w"]["jufo_starttime"] == expected, scheduler
+    jobs["w"] = waiting(1, 600, nodes=2, exclusive="yes")
+    src.write_bytes(snapshot(jobs, nodes))
+    assert run("predict", str(src), "-o", str(out), "-q").exit_code == 0
+    assert {o.id: o.data for o in lml.read(str(out)).of_type("job")}["w"]["jufo_starttime"] == "01/10/12-13:00:00"
+
+
+def test_a_misspelt_exclusive_key_is_caught():
+    done = run("predict", str(ROOT / "sample_lml" / "slurm-adapter.xml"), "--set", "exclusive_queue=batch")
+    assert done.exit_code == 2 and "did you mean 'exclusive_queues'?" in done.stderr
+
+
+# --- when scontrol is not there, fails or hangs --------------------------------------------
+
+def _fake_scontrol(tmp_path, body: str) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "scontrol"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return {"PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
+
+
+def test_no_scontrol_is_exit_2_with_a_hint(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run("slurm", "snapshot", "-o", str(tmp_path / "x.xml"), env={"PATH": str(empty)})
+    assert done.exit_code == 2 and "scontrol not found" in done.stderr and "--from" in done.stderr
+    assert not (tmp_path / "x.xml").exists()
+
+
+def test_scontrol_failing_is_exit_2_with_its_message(tmp_path):
+    env = _fake_scontrol(tmp_path, 'echo "slurm_load_jobs error: Unable to contact slurm controller" >&2; exit 1')
+    done = run("slurm", "config", "-o", str(tmp_path / "x.xml"), env=env)
+    assert done.exit_code == 2 and "Unable to contact slurm controller" in done.stderr
+    assert not (tmp_path / "x.xml").exists()
+
+
+def test_scontrol_hanging_is_exit_2_after_the_timeout(tmp_path):
+    env = _fake_scontrol(tmp_path, "sleep 30")
+    done = run("slurm", "snapshot", "--scontrol-timeout", "0.5", "-o", str(tmp_path / "x.xml"), env=env)
+    assert done.exit_code == 2 and "no answer within 0.5 s" in done.stderr
+
+
+def test_malformed_saved_output_names_file_line_and_key(tmp_path):
+    bad = tmp_path / "cap"
+    shutil.copytree(LAB, bad)
+    lines = (bad / "job.txt").read_text().splitlines()
+    lines[2] = lines[2].replace("TimeLimit=00:01:00", "TimeLimit=soon")
+    (bad / "job.txt").write_text("\n".join(lines) + "\n")
+    done = run("slurm", "snapshot", "--from", str(bad))
+    assert done.exit_code == 2 and f"{bad}/job.txt, line 3: TimeLimit='soon'" in done.stderr
+    assert "Traceback" not in done.stderr
+    (bad / "partition.txt").unlink()
+    done = run("slurm", "config", "--from", str(bad))
+    assert done.exit_code == 2 and "partition.txt: cannot read" in done.stderr
+
+
+# --- a site's own accounting as a backtest -------------------------------------------------
+
+SACCT = ("JobID|JobIDRaw|User|Group|Account|Partition|QOS|Submit|Eligible|Start|End|Timelimit|NNodes|NCPUS|State\n"
+         + "".join(f"{k}|{k}|u{k % 3}|g|lab|batch|normal|2026-11-25T10:{k:02d}:00|2026-11-25T10:{k:02d}:00|"
+                   f"2026-11-25T10:{k + 5 + (k % 4) * 3:02d}:00|2026-11-25T10:{k + 9 + (k % 4) * 3:02d}:00|"
+                   f"00:10:00|{1 + k % 4}|{1 + k % 4}|COMPLETED\n" for k in range(1, 40)))
+
+
+def test_backtest_reads_sacct(tmp_path):
+    path = tmp_path / "sacct.txt"
+    path.write_text(SACCT)
+    done = run("backtest", str(path), "--nodes", "4", "--every", "300", "--json")
+    assert done.exit_code == 0, done.output
+    import json
+
+    result = json.loads(done.stdout)
+    assert result["snapshots"] > 3 and result["forecasts"] > 10
+    assert result["overall"]["walltime"]["count"] == result["forecasts"]
