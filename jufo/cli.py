@@ -239,6 +239,8 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
               show_default=True, help="With --history: the share of real starts the range is to hold.")
 @click.option("--history-keep", "keep_days", type=click.IntRange(min=1), default=KEEP_DAYS, show_default=True,
               metavar="DAYS", help="With --history: forget what is older than this.")
+@click.option("--history-jump", is_flag=True, help="With --history: accept a snapshot more than --history-keep "
+              "days after (or before) what the history knows; without it such a snapshot is refused.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help=f"Give up after SECONDS: no output, exit {EXIT_TIMEOUT}.")
 @click.option("--metrics", "metrics_path", default=None, metavar="FILE",
@@ -250,8 +252,8 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
 def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
-            coverage: float, keep_days: int, timeout: float | None, metrics_path: str | None, as_json: bool,
-            json_path: str | None, verbose: bool, quiet: bool) -> None:
+            coverage: float, keep_days: int, history_jump: bool, timeout: float | None, metrics_path: str | None,
+            as_json: bool, json_path: str | None, verbose: bool, quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
     Several INPUT files (LLview 2 writes jobs, nodes, sysinfo, reservations, classes apart)
     are merged into one output as LML_da's combine step would.
@@ -273,11 +275,14 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
         out.check_target(json_path, "--json-out")
     if metrics_path:
         out.check_target(metrics_path, "--metrics")
+    if history_path:
+        _history_targets(history_path, {"-o": output, "--metrics": metrics_path, "--json-out": json_path})
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
     doc = lml.read_all(paths)
     report = Report(quiet=quiet)
     if history_path:
-        forecast = _predict_with_history(doc, report, settings, output, history_path, coverage, keep_days)
+        forecast = _predict_with_history(doc, report, settings, output, history_path, coverage, keep_days,
+                                         history_jump)
     else:
         forecast = _forecast(doc, report, settings)
         _write(doc, forecast, output)
@@ -322,29 +327,59 @@ def prediction_json(doc: lml.Document, forecast) -> dict:
 
 
 def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str, str], output: str,
-                          history_path: str, coverage: float, keep_days: int):
-    """Record what the snapshot shows, forecast with what the history taught, write the
-    output, then keep the forecasts (each step its own transaction)."""
-    from .learn import outlook
+                          history_path: str, coverage: float, keep_days: int, jump: bool = False):
+    """Record what the snapshot shows, forecast with what the history taught, keep the
+    forecasts and write the output: all or nothing. The history's changes are one
+    transaction; the output is staged (written whole beside its target) inside it and renamed
+    into place only after the commit, so a failure anywhere leaves the history and the
+    output as they were."""
     from .engine.snapshot import prepare
     from .forecast import provenance
+    from .io.dates import format_date
+    from .learn import outlook
     from .learn.history import History
 
     prepared = prepare(doc, report, settings)
     assert prepared is not None  # predict mode raises instead
     snap, config = prepared
-    with History.open(history_path) as history:
-        history.record_snapshot(snap.epoch, outlook.observations(snap))
-        history.set_meta("capacity", str(snap.machine.total_cores))
-        bar = progress_bar()
-        look = outlook.outlook(snap, config, report, history, coverage, bar)
-        if bar:
-            bar.done()
-        lml.add_results(doc, {**outlook.results(look), **provenance(doc, look.config)})
-        out.write(output, lml.serialize(doc))
-        history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
-        history.trim(snap.epoch, keep_days)
+    staged = None
+    try:
+        with History.open(history_path, wait=min(60.0, signals.remaining() or 60.0)) as history:
+            with history.transaction():
+                system = doc.of_type("system")
+                name = (system[0].data.get("hostname") or system[0].name or system[0].id) if system else "system"
+                history.check_system(name, [n.name for n in snap.machine.nodes])
+                if not jump:
+                    history.check_time(snap.epoch, keep_days, lambda t: format_date(t, "%Y-%m-%dT%H:%M:%SZ"))
+                history.record_snapshot(snap.epoch, outlook.observations(snap))
+                history.set_meta("capacity", str(snap.machine.total_cores))
+                bar = progress_bar()
+                look = outlook.outlook(snap, config, report, history, coverage, bar)
+                if bar:
+                    bar.done()
+                lml.add_results(doc, {**outlook.results(look), **provenance(doc, look.config)})
+                staged = out.stage(output, lml.serialize(doc))
+                history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
+                history.trim(snap.epoch, keep_days)
+        out.publish(staged)
+        staged = None
+    finally:
+        if staged is not None:
+            out.discard(staged)
     return look
+
+
+def _history_targets(history_path: str, targets: dict[str, str | None]) -> None:
+    """Refuse, before any work, an output that is the history itself or one of SQLite's files
+    beside it (also through a link): writing it would replace the user's history."""
+    real = os.path.realpath(history_path)
+    guarded = {real, *(real + suffix for suffix in ("-wal", "-shm", "-journal"))}
+    for option, path in targets.items():
+        if not path or path == "-":
+            continue
+        if os.path.realpath(path) in guarded or _same_file(history_path, path):
+            raise click.BadParameter(f"{path} is the history ({history_path}); writing there would replace it",
+                                     param_hint=option)
 
 
 def _same_file(a: str, b: str) -> bool:

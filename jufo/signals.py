@@ -38,3 +38,10 @@ def time_limit(seconds: float | None) -> None:
 
     signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def remaining() -> float | None:
+    """Seconds left before the time limit, None without one (a blocking call that cannot be
+    interrupted, such as SQLite waiting for a lock, is bounded by it)."""
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    return left if left > 0 else None

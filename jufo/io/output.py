@@ -17,6 +17,7 @@ import os
 import stat
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
@@ -53,18 +54,60 @@ def check_target(path: str, option: str = "-o") -> None:
 
 def write(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` (``-``: standard output) whole, or raise WriteFailed."""
+    publish(stage(path, data))
+
+
+@dataclass
+class Staged:
+    """Output written but not yet in place: a temporary file beside a regular target (renamed
+    by ``publish``), or the bytes for standard output, a device or a FIFO (written then)."""
+
+    path: str
+    data: bytes | None = None  # not yet written anywhere
+    tmp: str | None = None  # written whole and synced, to be renamed onto ``path``
+
+
+def stage(path: str, data: bytes) -> Staged:
+    """Do all of writing ``data`` to ``path`` that can fail, short of putting it in place:
+    a run that must commit something else first (the history) publishes only after that."""
     if path == "-":
-        _write_fd(1, data, "standard output")
-        return
+        return Staged(path, data)
     target = Path(path)
     try:
         st = _stat(target)
     except OSError as err:
         raise WriteFailed(f"{path}: {err.strerror}") from None
     if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-        _write_through(path, data)
-        return
-    _replace(target, data)
+        return Staged(path, data)  # a device or FIFO: written through at publish
+    return Staged(path, tmp=_temporary(target, data))
+
+
+def publish(staged: Staged) -> None:
+    """Put staged output in place: rename it onto its target, or write it through."""
+    if staged.tmp is not None:
+        try:
+            os.replace(staged.tmp, staged.path)
+        except OSError as err:
+            discard(staged)
+            raise WriteFailed(f"{staged.path}: {err.strerror}") from None
+        staged.tmp = None
+    elif staged.data is not None:
+        data, staged.data = staged.data, None
+        if staged.path == "-":
+            _write_fd(1, data, "standard output")
+        else:
+            _write_through(staged.path, data)
+
+
+def discard(staged: Staged) -> None:
+    """Drop staged output that is not to be published (the run failed after staging)."""
+    if staged.tmp is not None:
+        try:
+            os.unlink(staged.tmp)
+        except FileNotFoundError:
+            pass
+        staged.tmp = None
+    staged.data = None
 
 
 def _stat(target: Path) -> os.stat_result | None:
@@ -100,7 +143,9 @@ def _write_through(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def _replace(target: Path, data: bytes) -> None:
+def _temporary(target: Path, data: bytes) -> str:
+    """``data`` in a synced temporary file beside ``target``, with the mode ``target`` has (or
+    would get); its name, for ``publish`` to rename."""
     directory = target.parent if str(target.parent) else Path(".")
     sweep(target)
     try:
@@ -118,13 +163,13 @@ def _replace(target: Path, data: bytes) -> None:
             os.umask(umask)
             mode = 0o666 & ~umask
         os.chmod(tmp, mode)
-        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+    return tmp
 
 
 def sweep(target: Path, older_than: float = STALE_AFTER) -> int:

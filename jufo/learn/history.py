@@ -95,27 +95,29 @@ class History:
     def __init__(self, db: sqlite3.Connection, path: str) -> None:
         self.db = db
         self.path = path
+        self._depth = 0  # open transactions: inner ones are savepoints of the outermost
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str, create: bool = True) -> History:
-        """Open (and with ``create``, make or migrate) the history at ``path``."""
+    def open(cls, path: str, create: bool = True, wait: float = 60.0) -> History:
+        """Open (and with ``create``, make or migrate) the history at ``path``; ``wait``: how
+        long to wait for another process's lock (a caller's time limit bounds it)."""
         p = Path(path)
         if p.exists():
             _check(p)
         elif not create:
             raise InputError(path, "--history", path, "no such history file")
         try:
-            db = sqlite3.connect(str(p), timeout=60, isolation_level=None)
+            db = sqlite3.connect(str(p), timeout=wait, isolation_level=None)
         except sqlite3.Error as err:
             raise InputError(path, "--history", path, f"cannot open: {err}") from None
         history = cls(db, path)
         try:
-            db.execute("PRAGMA busy_timeout = 60000")
+            db.execute(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}")
             # While another process holds the lock, SQLite answers the old mode, or "database
             # is locked" at once without waiting for the busy timeout: ask again
             mode = "unknown"
-            for _ in range(600):
+            for _ in range(max(1, int(wait * 10))):
                 try:
                     mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 except sqlite3.OperationalError as err:
@@ -157,13 +159,31 @@ class History:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (taken at once, so concurrent writers queue up)."""
+        """One write transaction (taken at once, so concurrent writers queue up). Inside
+        another, a savepoint: nothing is committed until the outermost one ends, so a run can
+        make all its changes or none."""
+        if self._depth:
+            self.db.execute("SAVEPOINT inner")
+            self._depth += 1
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK TO inner")
+                self.db.execute("RELEASE inner")
+                raise
+            finally:
+                self._depth -= 1
+            self.db.execute("RELEASE inner")
+            return
         self.db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
         try:
             yield self.db
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        finally:
+            self._depth = 0
         self.db.execute("COMMIT")
 
     # -- writing -------------------------------------------------------------------------------
@@ -307,6 +327,48 @@ class History:
         return {"jobs": sum(jobs.values()), **{f"jobs_{k}": v for k, v in sorted(jobs.items())},
                 "snapshots": db.execute("SELECT count(*) FROM snapshots").fetchone()[0],
                 "forecasts": db.execute("SELECT count(*) FROM forecasts").fetchone()[0]}
+
+    def check_system(self, name: str, nodes: list[str]) -> None:
+        """A history belongs to one system: the first snapshot's name and nodes are recorded,
+        and a snapshot of another system (another name, or fewer than half of its nodes in
+        common) is InputError naming both, before anything is changed."""
+        from ..io.hostlist import compress_hostlist, expand_hostlist
+
+        known_name, known_nodes = self.meta("system"), self.meta("nodes")
+        if known_name is None:
+            self.set_meta("system", name)
+            self.set_meta("nodes", compress_hostlist(nodes))
+            return
+        if known_name != name:
+            raise InputError(self.path, "system", name, f"this history belongs to system {known_name!r}; "
+                             "give each system a history of its own")
+        if known_nodes:
+            before, now = set(expand_hostlist(known_nodes, 10_000_000)), set(nodes)
+            common = len(before & now)
+            if common * 2 < max(len(before), len(now)):
+                raise InputError(self.path, "nodes", f"{len(now):,} nodes",
+                                 f"this history's system has {len(before):,} nodes and only {common:,} in common; "
+                                 "give each system a history of its own")
+            if before != now:
+                self.set_meta("nodes", compress_hostlist(nodes))
+
+    def check_time(self, now: int, keep_days: int, format_date) -> None:
+        """Time moves forward a plausible step: a snapshot more than ``keep_days`` after the
+        newest time the history knows, or before its oldest kept one, would trim (or be trimmed
+        with) what it holds. InputError naming both times."""
+        latest = self.latest()
+        if latest is None:
+            return
+        span = keep_days * 86400
+        if now > latest + span:
+            raise InputError(self.path, "system_time", format_date(now),
+                             f"{(now - latest) / 86400:,.0f} days after the newest time this history knows "
+                             f"({format_date(latest)}); it keeps {keep_days} days, so recording it would forget "
+                             "everything: check the snapshot's clock, or pass --history-jump")
+        if now < latest - span:
+            raise InputError(self.path, "system_time", format_date(now),
+                             f"more than {keep_days} days before the newest time this history knows "
+                             f"({format_date(latest)}): pass --history-jump if that is meant")
 
     def latest(self) -> int | None:
         """The newest time the history knows of (a snapshot, a start or an end)."""

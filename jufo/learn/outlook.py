@@ -91,6 +91,10 @@ class Outlook:
         return self.learned.jobs
 
     @property
+    def snapshot(self) -> Snapshot:
+        return self.learned.snapshot
+
+    @property
     def config(self) -> Configuration:
         return self.learned.config
 
