@@ -113,3 +113,15 @@ def predicted(tmp_path):
     result = CliRunner().invoke(main, ["predict", str(SAMPLES / "thesis-table-3.1.xml"), "-o", str(out)])
     assert result.exit_code == 0
     return out
+
+
+def dump(path) -> list:
+    """Every row of every table of an SQLite file: what "changes nothing" compares."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return [(t, db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()) for t in tables]
+    finally:
+        db.close()

@@ -11,7 +11,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, T0, predictions, running, snapshot, waiting
+from conftest import ROOT, T0, dump, predictions, running, snapshot, waiting
 from jufo.io import accounting
 from jufo.io import swf
 from jufo.io.accounting import JobRecord
@@ -31,16 +31,6 @@ DAY = 86400
 
 def cli(*args: str):
     return CliRunner().invoke(main, list(args))
-
-
-def dump(path) -> list:
-    """Every row of every table: what "changes nothing" compares."""
-    db = sqlite3.connect(path)
-    try:
-        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
-        return [(t, db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()) for t in tables]
-    finally:
-        db.close()
 
 
 # -- the file -----------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, running, snapshot, waiting
+from conftest import ROOT, dump, running, snapshot, waiting
 from jufo.cli import main
 from jufo.io import output as out
 from jufo.learn.history import History
@@ -22,15 +21,6 @@ from jufo.learn.history import History
 
 def cli(*args: str, env: dict | None = None):
     return CliRunner().invoke(main, list(args), env=env)
-
-
-def dump(path) -> list:
-    db = sqlite3.connect(path)
-    try:
-        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
-        return [(t, db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()) for t in tables]
-    finally:
-        db.close()
 
 
 def system_snapshot(tmp_path, name="in.xml", host="clusterA", nodes=("n1", "n2"), system_time="01/10/12-12:00:00"):
