@@ -319,7 +319,27 @@ def bench_floor(repeat: int) -> dict:
     return {"case": "kth-floor", "jufo_s": round(j, 3), "floor_s": round(f, 3), "ratio": round(j / f, 1)}
 
 
+def bench_whatif(repeat: int) -> dict:
+    """``jufo whatif`` on the JUROPA-size snapshot: a 4-node, 1-hour candidate in every
+    partition, against plain ``predict``; the figure is seconds per partition asked."""
+    shape = CASES["juropa"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "in.xml"), os.path.join(tmp, "out.xml")
+        with open(src, "wb") as fh:
+            fh.write(generate(shape))
+        asked, plain = [], []
+        for _ in range(repeat):
+            asked.append(_time([sys.executable, "-m", "jufo", "whatif", src, "-N", "4", "-t", "60", "--json"])[0])
+            plain.append(_time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])[0])
+        partitions = shape.queues
+    w, p = statistics.median(asked), statistics.median(plain)
+    return {"case": "juropa-whatif", "partitions": partitions, "jufo_s": round(w, 3),
+            "per_partition_s": round(w / partitions, 3), "plain_s": round(p, 3)}
+
+
 def bench(name: str, shape: Shape | None, repeat: int) -> dict:
+    if name == "juropa-whatif":
+        return bench_whatif(repeat)
     if name == "kth-replay":
         return bench_replay(repeat)
     if name == "kth-floor":
@@ -363,7 +383,7 @@ def growth_exponent(rows: list[dict]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-ALL_CASES = [*CASES, "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
+ALL_CASES = [*CASES, "juropa-whatif", "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
              "large-history",
              *TRACE_COMMANDS]
 
@@ -397,6 +417,9 @@ def main(argv: list[str] | None = None) -> None:
         elif name.endswith("-history"):
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  predict without history {row['plain_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (90 days, 54,000 jobs)")
+        elif name == "juropa-whatif":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  {row['partitions']} partitions, "
+                  f"{row['per_partition_s']:.3f} s each  predict {row['plain_s']:6.3f} s")
         elif name in TRACE_COMMANDS:
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  peak {row['peak_mib']:6d} MiB  "
                   "(the whole trace)")

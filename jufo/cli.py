@@ -803,6 +803,137 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     click.echo(bt.table(summary, f"{Path(trace_path).name}: a snapshot every {every:,} s, {coverage:.0%} ranges"))
 
 
+def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dict[str, str]:
+    """``FILE`` (every system) or ``NAME=FILE`` (one) per value, as a map from system name
+    (``""``: every system) to the value; a NAME that is no system's is exit 2."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if sep and name in systems:
+            out[name] = rest
+        elif sep and not os.path.exists(value) and "/" not in name:
+            raise click.BadParameter(f"{name!r} is no system given with --system ({', '.join(systems)})",
+                                     param_hint=option)
+        else:
+            out[""] = value
+    return out
+
+
+@main.command()
+@click.argument("input_paths", nargs=-1, metavar="[SNAPSHOT...]")
+@click.option("-N", "--nodes", type=click.IntRange(min=1), default=None, help="Whole nodes (as sbatch -N --exclusive).")
+@click.option("-n", "--ntasks", type=click.IntRange(min=1), default=None, help="Cores (one per task, as sbatch -n).")
+@click.option("-t", "--time", "time_text", required=True, metavar="LIMIT",
+              help="The time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (sbatch's forms).")
+@click.option("-p", "--partition", default=None, metavar="P,...", help="Partitions to ask (default: every one).")
+@click.option("--user", default=lambda: os.environ.get("USER", "whatif"), show_default="$USER",
+              help="Who submits (user caps and priority formulas may depend on it).")
+@click.option("--account", default="", help="The account, for formulas and reservations that name it.")
+@click.option("--qos", default="", help="The QOS, for formulas that name it.")
+@click.option("--system", "systems", multiple=True, metavar="NAME=FILE[,FILE...]",
+              help="Another system's snapshot (or LLview 2 file set), answered side by side; repeatable.")
+@click.option("--config", "configs", multiple=True, metavar="[NAME=]FILE",
+              help="A preset for every system, or NAME=FILE for one (jufo slurm config writes one).")
+@_settings_option
+@click.option("--history", "histories", multiple=True, metavar="[NAME=]FILE",
+              help="A history (read only): the start becomes the learned forecast with its range.")
+@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+              show_default=True, help="With --history: the share of real starts the range is to hold.")
+@click.option("--by", type=click.Choice(["start", "end"]), default="start", show_default=True,
+              help="Sort by start, or by end (the completion-time criterion of meta-scheduling).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
+@guarded
+def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, time_text: str,
+           partition: str | None, user: str, account: str, qos: str, systems: tuple[str, ...],
+           configs: tuple[str, ...], overrides: tuple[str, ...], histories: tuple[str, ...], coverage: float,
+           by: str, as_json: bool) -> None:
+    """When would a job start if submitted now? Inserts it at each snapshot's system time, in
+    every partition it could go to (or those of -p), and prints start, end, the walltime-only
+    start, the range (with --history) and why it waits."""
+    from . import whatif as wi
+    from .engine.snapshot import prepare
+    from .io.dates import format_date
+    from .views.show import ISO
+
+    request = wi.parse_request(nodes, ntasks, time_text, user, account, qos)
+    sets: list[tuple[str | None, list[str]]] = [(None, list(input_paths))] if input_paths else []
+    for spec in systems:
+        name, sep, files = spec.partition("=")
+        if not sep or not name or not files:
+            raise click.BadParameter(f"{spec!r}: expected NAME=FILE[,FILE...]", param_hint="--system")
+        sets.append((name, files.split(",")))
+    if not sets:
+        raise click.BadParameter("give a SNAPSHOT, or --system NAME=FILES", param_hint="SNAPSHOT")
+    named = [name for name, _ in sets if name]
+    config_of, history_of = _for_system(configs, named, "--config"), _for_system(histories, named, "--history")
+    wanted = _comma_list(partition)
+    answers = []
+    for name, files in sets:
+        paths = _check_inputs(tuple(files))
+        doc = lml.read_all(paths)
+        system = doc.of_type("system")
+        label = name or ((system[0].data.get("hostname") or system[0].name or system[0].id) if system else "system")
+        preset = config_of.get(name or "", config_of.get(""))
+        settings = {**preset_settings(preset), **parse_overrides(overrides)}
+        report = Report(quiet=True)
+        prepared = prepare(doc, report, settings)
+        assert prepared is not None
+        snap, config = prepared
+        parts = wi.partitions_of(snap)
+        if wanted:
+            unknown = sorted(wanted - set(parts))
+            if unknown and len(sets) == 1:
+                raise click.BadParameter(f"no partition {unknown[0]!r} on {label} (it has {', '.join(parts)})",
+                                         param_hint="-p/--partition")
+            parts = [p for p in parts if p in wanted]
+        queue_data = {(o.name or o.id): o.data for o in doc.of_type("queue")}
+        learned = None
+        path = history_of.get(name or "", history_of.get(""))
+        if path:
+            learned = _whatif_learned(path, config, coverage)
+        answers += wi.answer(label, snap, config, request, parts, queue_data, report, learned)
+    answers = wi.sort_answers(answers, by)
+
+    def iso(t: int | None) -> str | None:
+        return format_date(t, ISO) if t is not None else None
+
+    if as_json:
+        click.echo(json_text("whatif", {
+            "request": {"wall": request.wall, "nodes": request.nodes, "cores": request.cores, "user": request.user},
+            "answers": [{"system": a.system, "partition": a.partition, "start": iso(a.start), "end": iso(a.end),
+                         "start_wall": iso(a.start_wall), "start_lo": iso(a.start_lo), "start_hi": iso(a.start_hi),
+                         "coverage": a.coverage, "reason": a.reason} for a in answers]}))
+        return
+    rows = [("SYSTEM", "PARTITION", "START", "END", "START_WALL", "RANGE", "WHY")]
+    for a in answers:
+        span = f"{iso(a.start_lo)}..{iso(a.start_hi)} ({a.coverage:.0%})" if a.start_lo is not None else ""
+        rows.append((a.system, a.partition, iso(a.start) or "N/A", iso(a.end) or "N/A", iso(a.start_wall) or "N/A",
+                     span, a.reason))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+
+
+def _whatif_learned(path: str, config, coverage: float):
+    """The history's forecast of the candidate in a trial snapshot: (best, lo, hi, coverage),
+    or the walltime start alone when the history has no range for it yet. Reads only."""
+    from .learn import outlook
+    from .learn.history import History
+    from .whatif import CANDIDATE
+
+    history = History.open(path, create=False)
+
+    def learned(trial):
+        look = outlook.outlook(trial, config, Report(quiet=True), history, coverage)
+        found = look.ranges.get(CANDIDATE)
+        if found is None:
+            job = next(j for j in look.learned.jobs if j.id == CANDIDATE)
+            return None if job.start is None else (trial.epoch + job.start, None, None, None)
+        return found[0], found[1], found[2], coverage
+
+    return learned
+
+
 @main.group()
 def slurm() -> None:
     """Read a live Slurm directly: its scheduler model and its queue, without LLview."""

@@ -80,7 +80,7 @@ def graph() -> dict[str, set[str]]:
 def test_every_module_lives_in_a_room():
     assert {room_of(m) for m in graph()} - {None} == set(ROOMS)
     top = sorted(m for m in graph() if room_of(m) == "top")
-    assert top == ["jufo.__main__", "jufo.cli", "jufo.forecast", "jufo.signals"]
+    assert top == ["jufo.__main__", "jufo.cli", "jufo.forecast", "jufo.signals", "jufo.whatif"]
 
 
 def test_rooms_import_only_the_rooms_below():

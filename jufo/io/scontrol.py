@@ -247,8 +247,9 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         for n in names:
             if n in cpus:
                 classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
-    for name, data in queues:
-        objects.append((f"q_{name}", "queue", {"name": name, **data}))
+    node_names = {node["NodeName"] for node in nodes}
+    for name, data in queues:  # a queue is known by its object's name, which build() takes from the id
+        objects.append((name if name not in node_names else f"partition_{name}", "queue", {"name": name, **data}))
     for node in nodes:
         name = node["NodeName"]
         data = {"ncores": cpus[name], "state": node_state(node.get("State", "UNKNOWN")),

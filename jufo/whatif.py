@@ -1,0 +1,186 @@
+"""What if I submit now? A job not yet submitted, inserted into a snapshot at its system time in
+each partition it could go to, simulated, and answered: its start and end, the walltime-only
+start, the range (with a history), and why it waits or can never run.
+
+The candidate gets the priority the configured formula gives a job submitted now; where the
+formula is the batch system's own priority (``userprio``), which jufo cannot compute for a new
+job, it gets the lowest priority of the jobs waiting, as a job with no age yet has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .engine.configuration import Configuration
+from .engine.job import Job, JobReader
+from .engine.prediction import Forecast, simulate
+from .engine.ranges import NodeCores
+from .engine.snapshot import Snapshot
+from .io.errors import InputError, Report
+from .io.lml import LmlObject
+
+CANDIDATE = "whatif-candidate"
+
+
+@dataclass(frozen=True)
+class Request:
+    """The job asked about: ``nodes`` whole nodes, or ``cores`` cores; ``wall`` seconds."""
+
+    wall: int
+    nodes: int | None = None
+    cores: int | None = None
+    user: str = "whatif"
+    account: str = ""
+    qos: str = ""
+
+
+@dataclass
+class Answer:
+    """One partition's (and system's) answer; epoch seconds, None where there is none."""
+
+    system: str
+    partition: str
+    start: int | None
+    end: int | None
+    start_wall: int | None
+    start_lo: int | None = None
+    start_hi: int | None = None
+    coverage: float | None = None
+    reason: str = ""
+
+
+def partitions_of(snap: Snapshot) -> list[str]:
+    """The partitions a candidate may go to: queue objects, else the queues nodes name in
+    their ``classes``, else the queues of the snapshot's jobs (``batch`` if none)."""
+    names = set(snap.queues)
+    for node in snap.machine.nodes:
+        if node.classes:
+            names.update(node.classes)
+    if not names:
+        names = {job.queue for job in snap.jobs if job.queue} or {"batch"}
+    return sorted(names)
+
+
+def never(snap: Snapshot, queue_data: dict[str, dict[str, str]], partition: str, request: Request) -> str | None:
+    """Why the candidate can never run in ``partition`` (down, beyond its MaxTime, larger than
+    it), or None. ``queue_data``: the queue objects' keys (``state``, ``maxtime``, as ``jufo
+    slurm snapshot`` writes them). What the simulation finds it says itself."""
+    data = queue_data.get(partition, {})
+    state = data.get("state", "UP").upper()
+    if state not in ("UP", ""):
+        return f"PartitionDown: partition {partition} is {state}"
+    limit = data.get("maxtime", "")
+    if limit.isdigit() and request.wall > int(limit):
+        return f"PartitionTimeLimit: asks {request.wall:,} s, partition {partition} allows {int(limit):,} s"
+    members = [n for n in snap.machine.nodes if n.limit(partition) > 0 and (not snap.machine.has_classes
+                                                                             or n.classes and partition in n.classes)]
+    if request.nodes is not None and request.nodes > len(members):
+        return f"PartitionNodeLimit: asks {request.nodes} nodes, partition {partition} has {len(members)}"
+    if request.cores is not None and request.cores > sum(n.limit(partition) for n in members):
+        return (f"PartitionNodeLimit: asks {request.cores} cores, partition {partition} has "
+                f"{sum(n.limit(partition) for n in members)}")
+    return None
+
+
+def candidate(snap: Snapshot, request: Request, partition: str, report: Report) -> Job:
+    """The request as a job waiting since the snapshot's time, read as any job is."""
+    from .io.dates import format_date
+
+    data = {"step": CANDIDATE, "name": CANDIDATE, "owner": request.user, "group": request.user,
+            "account": request.account, "qos": request.qos, "queue": partition, "state": "Pending",
+            "reason": "None", "wall": str(request.wall)}
+    data["queuedate"] = format_date(snap.epoch, "%Y-%m-%d %H:%M:%S")
+    if request.nodes is not None:
+        per_node = max((n.limit(partition) for n in snap.machine.nodes), default=1) or snap.machine.max_cores
+        data.update(numnodes=str(request.nodes), totalcores=str(request.nodes * per_node), exclusive="yes")
+    else:
+        data.update(totalcores=str(request.cores))
+    prios = [float(j.data["userprio"]) for j in snap.jobs if not j.running and j.data.get("userprio", "")
+             .replace(".", "", 1).isdigit()]
+    if prios:
+        data["userprio"] = repr(min(prios))
+    reader = JobReader(snap.epoch, snap.machine.max_cores, report, nodes=snap.machine.by_name)
+    return reader.read(LmlObject(CANDIDATE, "job", CANDIDATE, len(snap.jobs), data))
+
+
+def waits_for(forecast: Forecast, job: Job) -> str:
+    """Why the candidate starts when it does: the jobs (or reservation) whose end frees what it
+    gets, or "starts now"."""
+    if job.start is None:
+        return job.reason or "no start predicted"
+    if job.start <= 0:
+        return "starts now"
+    snap = forecast.snapshot
+    shape = snap.machine.shape
+    mine = job.resources if isinstance(job.resources, NodeCores) else None
+    ending = []
+    for other in snap.jobs:
+        if other is job or other.end != job.start:
+            continue
+        theirs = other.resources if isinstance(other.resources, NodeCores) else None
+        if mine is None or theirs is None or not mine.isdisjoint(theirs, shape):
+            ending.append(other.data.get("step") or other.id)
+    resv = [r.id for r in snap.reservations if r.end == job.start]
+    parts = []
+    if ending:
+        shown = ", ".join(sorted(ending)[:5]) + (f" and {len(ending) - 5} more" if len(ending) > 5 else "")
+        parts.append(f"job{'s' if len(ending) > 1 else ''} {shown} to end")
+    if resv:
+        parts.append(f"reservation {', '.join(resv)} to end")
+    if not parts:
+        return "waits for resources held for jobs ahead of it"
+    return "waits for " + " and ".join(parts)
+
+
+def answer(system: str, snap: Snapshot, config: Configuration, request: Request, partitions: list[str],
+           queue_data: dict[str, dict[str, str]], report: Report, learned=None) -> list[Answer]:
+    """Each partition's answer for ``request`` on one system. ``learned(snap) -> (start, lo, hi,
+    coverage) or None``: the history's forecast of the candidate, where a history is given."""
+    out = []
+    for partition in partitions:
+        why = never(snap, queue_data, partition, request)
+        if why is not None:
+            out.append(Answer(system, partition, None, None, None, reason=why))
+            continue
+        cand = candidate(snap, request, partition, report)
+        if cand.reason:
+            out.append(Answer(system, partition, None, None, None, reason=cand.reason))
+            continue
+        trial = replace(snap, jobs=[*(j.fresh() for j in snap.jobs), cand])
+        forecast = simulate(trial, config, Report(quiet=True))
+        job = next(j for j in forecast.jobs if j.id == CANDIDATE)
+        epoch = snap.epoch
+        start = None if job.start is None else epoch + job.start
+        end = None if job.end is None else epoch + job.end
+        found = learned(trial) if learned is not None and start is not None else None
+        row = Answer(system, partition, start, end, start, reason=waits_for(forecast, job))
+        if found is not None:
+            best, lo, hi, coverage = found
+            row.start, row.start_lo, row.start_hi, row.coverage = best, lo, hi, coverage
+            if end is not None:
+                row.end = end + (best - start)
+        out.append(row)
+    return out
+
+
+def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: str, account: str,
+                  qos: str) -> Request:
+    """The request from sbatch's flags; InputError naming the flag when it is malformed."""
+    from .io.scontrol import seconds_of
+
+    if (nodes is None) == (ntasks is None):
+        raise InputError("whatif", "-N/--nodes or -n/--ntasks", None, "give exactly one of them")
+    try:
+        wall = seconds_of(time_text)
+    except ValueError as err:
+        raise InputError("whatif", "-t/--time", time_text, f"{err} (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]])") \
+            from None
+    if not wall:
+        raise InputError("whatif", "-t/--time", time_text, "a limit greater than 0 is needed")
+    return Request(wall, nodes, ntasks, user, account, qos)
+
+
+def sort_answers(rows: list[Answer], by: str) -> list[Answer]:
+    """By start (or end), answers without one last; ties by system and partition."""
+    key = (lambda a: a.end) if by == "end" else (lambda a: a.start)
+    return sorted(rows, key=lambda a: (key(a) is None, key(a) or 0, a.system, a.partition))

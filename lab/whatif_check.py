@@ -1,0 +1,127 @@
+"""``jufo whatif`` against Slurm's own answer to the same question: on a running lab, for
+candidates of several sizes and limits, ``sbatch --test-only`` (Slurm's walltime-only estimate)
+and ``jufo whatif`` on a snapshot taken the same moment; optionally each candidate is then
+submitted for real and its actual start compared with both.
+
+    SLURM_CONF=DIR/etc/slurm.conf python lab/whatif_check.py [--rounds 3] [--submit] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from jufo.io.dates import parse_date
+
+SIZES = (1, 2, 4, 8, 16)
+LIMITS = (1, 3, 10)
+_ANSWER = re.compile(r"to start at (\S+) using \d+ processors on nodes \S+ in partition (\S+)")
+
+
+def test_only(user: str, nodes: int, limit: int, partition: str | None) -> int | None:
+    cmd = ["runuser", "-u", user, "--", "sbatch", "--test-only", "-N", str(nodes), "--exclusive", "-t", str(limit),
+           "--wrap", "sleep 1"] + (["-p", partition] if partition else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd="/tmp")
+    m = _ANSWER.search(done.stderr)
+    return parse_date(m.group(1))[0] if m else None
+
+
+def submit(user: str, nodes: int, limit: int, partition: str | None) -> str:
+    cmd = ["runuser", "-u", user, "--", "sbatch", "--parsable", "-N", str(nodes), "--exclusive", "-t", str(limit),
+           "-J", "whatif", "-o", "/dev/null", "--wrap", f"sleep {limit * 30}"] + (["-p", partition] if partition else [])
+    return subprocess.run(cmd, capture_output=True, text=True, cwd="/tmp").stdout.strip().split(";")[0]
+
+
+def actual_starts(rows: list[dict], wait: float = 1800) -> None:
+    """Wait until every submitted candidate has started; its start, relative to the question."""
+    end = time.time() + wait
+    while time.time() < end:
+        left = 0
+        for r in rows:
+            if "actual" in r or not r.get("job"):
+                continue
+            out = subprocess.run(["scontrol", "show", "job", r["job"]], capture_output=True, text=True).stdout
+            state = re.search(r"JobState=(\S+)", out)
+            start = re.search(r"StartTime=(\S+)", out)
+            if state and state.group(1) != "PENDING" and start and start.group(1)[:1].isdigit():
+                r["actual"] = parse_date(start.group(1))[0] - r["at"]
+            else:
+                left += 1
+        if not left:
+            return
+        time.sleep(5)
+
+
+def jufo(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "jufo", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"jufo {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python lab/whatif_check.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--pause", type=float, default=60.0, help="seconds between rounds")
+    p.add_argument("--partition", default=None)
+    p.add_argument("--user", default="jlab1")
+    p.add_argument("--submit", action="store_true",
+                   help="each round, one candidate (sizes and limits in turn) is also submitted for real "
+                        "(sleeping half its limit), and its actual start is compared with both answers")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        site, snap = os.path.join(tmp, "site.xml"), os.path.join(tmp, "snap.xml")
+        jufo("slurm", "config", "-o", site, "-q")
+        for k in range(args.rounds):
+            jufo("slurm", "snapshot", "-o", snap)
+            now = int(time.time())
+            candidates = [(n, t) for n in SIZES for t in LIMITS]
+            if args.submit:
+                candidates = [candidates[k % len(candidates)]]
+            for nodes, limit in candidates:
+                slurm = test_only(args.user, nodes, limit, args.partition)
+                answer = json.loads(jufo("whatif", snap, "--config", site, "-N", str(nodes), "-t", str(limit),
+                                         "--user", args.user, "--json",
+                                         *(["-p", args.partition] if args.partition else [])))["answers"][0]
+                mine = parse_date(answer["start"])[0] if answer["start"] else None
+                row = {"round": k, "nodes": nodes, "limit_min": limit, "slurm": slurm - now if slurm else None,
+                       "jufo": mine - now if mine else None, "reason": answer["reason"], "at": now}
+                if args.submit:
+                    row["job"] = submit(args.user, nodes, limit, args.partition)
+                rows.append(row)
+            if k + 1 < args.rounds:
+                time.sleep(args.pause)
+    if args.submit:
+        actual_starts(rows)
+    both = [r for r in rows if r["slurm"] is not None and r["jufo"] is not None]
+    within = sum(abs(r["slurm"] - r["jufo"]) <= 60 for r in both)
+    summary = {"candidates": len(rows), "compared": len(both), "within_60s": within / len(both) if both else None,
+               "differ": [r for r in both if abs(r["slurm"] - r["jufo"]) > 60]}
+    real = [r for r in both if r.get("actual") is not None]
+    if real:
+        summary["actual"] = {name: {"median_abs_error": sorted(abs(r["actual"] - r[name]) for r in real)[len(real) // 2],
+                                    "within_60s": sum(abs(r["actual"] - r[name]) <= 60 for r in real) / len(real)}
+                             for name in ("slurm", "jufo")}
+        summary["actual"]["submitted"] = len(real)
+    if args.json:
+        print(json.dumps({**summary, "rows": rows}))
+    else:
+        print(f"{len(rows)} candidates, {len(both)} with both answers; jufo whatif within 60 s of sbatch --test-only: "
+              f"{within} ({summary['within_60s']:.1%})" if both else "no answers to compare")
+        for r in summary["differ"]:
+            print("  differ:", r)
+        if "actual" in summary:
+            print("submitted for real:", json.dumps(summary["actual"]))
+
+
+if __name__ == "__main__":
+    main()
