@@ -26,6 +26,18 @@ from .io.errors import InputError, Report
 from .learn.history import KEEP_DAYS
 from .learn.calibration import DEFAULT_COVERAGE
 
+class Share(click.FloatRange):
+    """A share strictly between 0 and 1; NaN is refused (FloatRange lets it through)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number between 0 and 1", param, ctx)
+        return number
+
+
+COVERAGE = Share(0, 1, min_open=True, max_open=True)
+
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -92,6 +104,10 @@ def guarded(command):
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception as err:  # noqa: BLE001 - the last line of defence
+            sqlite = sys.modules.get("sqlite3")  # imported only where a history is used
+            if sqlite is not None and isinstance(err, sqlite.DatabaseError):
+                _fail(f"error: the history file is damaged or not jufo's ({err}); it was not changed. "
+                      "Check it with: sqlite3 FILE 'PRAGMA integrity_check'", EXIT_BAD_INPUT)
             # CPython 3.11 reports a failed allocation of a new frame's stack as SystemError
             # ("error return without exception set"): where memory is indeed exhausted, say so
             if isinstance(err, SystemError) and _memory_exhausted():
@@ -235,7 +251,7 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
 @click.option("--history", "history_path", default=None, envvar="JUFO_HISTORY", metavar="FILE",
               help="Learn from and add to this history (an SQLite file; also $JUFO_HISTORY): best estimate, "
                    "calibrated range, walltime-only forecast, predicted run time.")
-@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+@click.option("--coverage", type=COVERAGE, default=DEFAULT_COVERAGE,
               show_default=True, help="With --history: the share of real starts the range is to hold.")
 @click.option("--history-keep", "keep_days", type=click.IntRange(min=1), default=KEEP_DAYS, show_default=True,
               metavar="DAYS", help="With --history: forget what is older than this.")
@@ -570,6 +586,17 @@ def evaluate(predicted_path: str, actual_path: str, as_json: bool, per_job: bool
         raise InputError(predicted_path, "jufo_starttime", None, "no job has a predicted start: run jufo predict first")
     capacity = sum(count_of(o, "ncores", 0, 0, MAX_CORES_PER_NODE) for o in doc.of_type("node"))
     errors = evaluation.prediction_errors(predicted, actual)
+    if not errors["count"]:
+        raise InputError(actual_path, None, None, f"no job predicted in {predicted_path} has a real start here "
+                         "(jobs are matched by their batch id, step; a later snapshot gives the starts of the jobs "
+                         "it shows running or finished)")
+    mismatch = evaluation.submit_mismatch(predicted, actual)
+    if mismatch > 0.5:
+        raise InputError(actual_path, "queuedate", None, f"{mismatch:.0%} of the {errors['count']:,} jobs matched by id "
+                         "were submitted at other times than in the prediction: another trace or system?")
+    if mismatch:
+        click.echo(f"jufo: warning: {mismatch:.0%} of the matched jobs were submitted at other times than in the "
+                   "prediction", err=True)
     schedule = evaluation.schedule_stats(list(predicted.values()), capacity)
     estimates = evaluation.records_of_estimates(doc)
     compared = {}
@@ -736,7 +763,7 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
 
 @history.command("show")
 @_history_option
-@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+@click.option("--coverage", type=COVERAGE, default=DEFAULT_COVERAGE,
               show_default=True, help="The range share to show the calibration for.")
 @click.option("--json", "as_json", is_flag=True, help="Print it as JSON.")
 @guarded
@@ -762,7 +789,7 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
               help="First snapshot, seconds after the trace's start (default: first submit + --every).")
 @click.option("--to", "stop", type=click.IntRange(min=0), default=None, metavar="SECONDS",
               help="Last snapshot at or before this (default: the last submit).")
-@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+@click.option("--coverage", type=COVERAGE, default=DEFAULT_COVERAGE,
               show_default=True, help="The share of real starts the ranges are to hold.")
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: MaxProcs / cores).")
 @click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
@@ -790,6 +817,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
         except ImportError:
             raise click.UsageError("--dask needs the optional Dask extra: pip install 'jufo[dask]'") from None
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
+    workers = min(workers, os.cpu_count() or 1)  # more processes than cores only cost memory
     run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())))
     bar = progress_bar("backtest, {done:,} of {total:,} snapshots simulated")
     began = time.perf_counter()
@@ -837,7 +865,7 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
 @_settings_option
 @click.option("--history", "histories", multiple=True, metavar="[NAME=]FILE",
               help="A history (read only): the start becomes the learned forecast with its range.")
-@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_COVERAGE,
+@click.option("--coverage", type=COVERAGE, default=DEFAULT_COVERAGE,
               show_default=True, help="With --history: the share of real starts the range is to hold.")
 @click.option("--by", type=click.Choice(["start", "end"]), default="start", show_default=True,
               help="Sort by start, or by end (the completion-time criterion of meta-scheduling).")

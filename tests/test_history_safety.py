@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -163,3 +164,63 @@ def test_predict_with_history_and_json(tmp_path, history):
     data = json.loads(js.read_text())
     assert data["schema"] == "jufo.v1" and data["system_time"] == "2012-01-10T13:00:00"
     assert {j["id"] for j in data["jobs"]} >= {"w"}
+
+
+# -- 6. a damaged history is exit 2, never changed --------------------------------------------
+def test_a_damaged_history_is_exit_2_and_left_alone(tmp_path, history):
+    with sqlite3.connect(history) as db:  # checkpoint the WAL, so the pages are in the file
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = bytearray(history.read_bytes())
+    raw[4096:] = b"\xff" * (len(raw) - 4096)  # every page but the first (the schema's) flipped
+    history.write_bytes(bytes(raw))
+    for extra in (tmp_path / "h.db-wal", tmp_path / "h.db-shm"):
+        if extra.exists():
+            extra.unlink()
+    damaged = history.read_bytes()
+    done = cli("predict", str(system_snapshot(tmp_path, "b.xml", system_time="01/10/12-13:00:00")),
+               "--history", str(history), "-o", str(tmp_path / "x.xml"))
+    assert done.exit_code == 2, done.output
+    assert "damaged" in done.stderr or "not jufo's history" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "x.xml").exists()
+    assert history.read_bytes() == damaged
+
+
+# -- 8. backtest: nothing to backtest, or too many snapshots ------------------------------------
+@pytest.mark.parametrize("text", ["", "; only a header\n", "1 0 0 -1 -1 -1 -1 -1 -1 -1 1 1 1 -1 1 -1 -1 -1\n"])
+def test_a_trace_without_usable_jobs_is_exit_2(tmp_path, text):
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: 4\n" + text)
+    done = cli("backtest", str(trace))
+    assert done.exit_code == 2 and "no usable job" in done.stderr, done.output
+
+
+def test_too_many_snapshots_are_exit_2_and_empty_stretches_are_skipped(tmp_path):
+    trace = tmp_path / "t.swf"
+    # two jobs 95 years apart, each waiting a minute
+    trace.write_text("; MaxProcs: 4\n1 0 60 100 1 -1 -1 1 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+                     "2 2995920000 60 100 1 -1 -1 1 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    done = cli("backtest", str(trace), "--every", "60")
+    assert done.exit_code == 2 and "more than 100,000" in done.stderr
+    began = time.monotonic()
+    done = cli("backtest", str(trace), "--json")  # daily: 34,675 times, two of them with a waiting job
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["snapshots"] <= 2 and time.monotonic() - began < 10
+    assert cli("backtest", str(trace), "--to", "999999999999999", "--json").exit_code == 0
+
+
+# -- 10. NaN is no share ------------------------------------------------------------------------
+@pytest.mark.parametrize("command", [["history", "show"], ["backtest", "t.swf"]])
+def test_coverage_nan_is_refused(tmp_path, history, command):
+    done = cli(*command, "--history" if command[0] == "history" else "--every", str(history)
+               if command[0] == "history" else "86400", "--coverage", "nan")
+    assert done.exit_code == 2 and "--coverage" in done.stderr
+
+
+# -- 11. only a regular file is a history ---------------------------------------------------------
+def test_a_fifo_or_a_device_is_no_history(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/null"):
+        done = cli("predict", str(system_snapshot(tmp_path)), "--history", str(path), "-o", str(tmp_path / "x.xml"))
+        assert done.exit_code == 2 and "not a regular file" in done.stderr
+    assert not os.path.exists("/dev/null-journal") or os.geteuid() != 0

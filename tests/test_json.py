@@ -113,8 +113,26 @@ def test_show_validate_evaluate(predicted):
     bad.write_bytes((SAMPLES / "thesis-table-3.1.xml").read_bytes().replace(b'"system_time"', b'"sys_time"'))
     result = cli("validate", str(bad), "--json")
     assert result.exit_code == 2 and conforms(result.stdout, "validate")["valid"] is False
-    conforms(cli("evaluate", str(out), "--actual", str(out), "--json").stdout, "evaluate")
-    conforms(cli("evaluate", str(out), "--actual", str(out), "--json", "--per-job").stdout, "evaluate")
+    actual = tmp / "later.xml"  # a later snapshot: the predicted jobs running since their predicted start
+    actual.write_bytes(started_as_predicted(out.read_bytes()))
+    conforms(cli("evaluate", str(out), "--actual", str(actual), "--json").stdout, "evaluate")
+    conforms(cli("evaluate", str(out), "--actual", str(actual), "--json", "--per-job").stdout, "evaluate")
+
+
+def started_as_predicted(raw: bytes) -> bytes:
+    """A predicted file as a later live snapshot would show it: every job with a predicted
+    start running since then."""
+    from lxml import etree
+
+    root = etree.fromstring(raw)
+    for info in root.iter("{*}info"):
+        data = {d.get("key"): d for d in info.iter("{*}data")}
+        if "jufo_starttime" in data and "state" in data:
+            data["state"].set("value", "Running")
+            extra = etree.SubElement(info, data["state"].tag)
+            extra.set("key", "dispatchdate")
+            extra.set("value", data["jufo_starttime"].get("value"))
+    return etree.tostring(root)
 
 
 def small_trace(path, jobs: int = 60) -> None:

@@ -27,7 +27,7 @@ from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
 from .calibration import Calibration, Scored
-from ..io.errors import Report
+from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare
 from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
@@ -145,14 +145,33 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     return out
 
 
+MAX_SNAPSHOTS = 100_000  # a daily backtest of 270 years; beyond, --every or --from/--to must narrow it
+
+
 def times(trace, every: int, start: int | None, stop: int | None) -> list[int]:
     """Snapshot times, seconds after the trace's start: ``start`` (default: the first submit
-    plus ``every``), then every ``every`` seconds up to ``stop`` (default: the last submit)."""
+    plus ``every``), then every ``every`` seconds up to ``stop`` (default: the last submit);
+    only times at which some job waits (empty stretches of a trace are skipped). InputError
+    for a trace without a usable job, or more than ``MAX_SNAPSHOTS`` snapshots."""
+    if not trace.jobs:
+        raise InputError("trace", None, None, f"no usable job ({trace.unusable:,} lines without a run time or size)")
     first = min(j.submit for j in trace.jobs)
     last = max(j.submit for j in trace.jobs)
     begin = first + every if start is None else start
-    end = last if stop is None else stop
-    return list(range(begin, end + 1, every))
+    end = min(last if stop is None else stop, last + every)
+    count = max(0, (end - begin) // every + 1)
+    if count > MAX_SNAPSHOTS:
+        raise InputError("trace", "--every", str(every), f"{count:,} snapshots from {begin:,} to {end:,} s, more than "
+                         f"{MAX_SNAPSHOTS:,}: choose a larger --every or a shorter --from/--to")
+    spans = sorted((j.submit, j.start) for j in trace.jobs)
+    out, k, reach = [], 0, -1  # reach: the latest start among jobs submitted so far
+    for t in range(begin, end + 1, every):
+        while k < len(spans) and spans[k][0] <= t:
+            reach = max(reach, spans[k][1])
+            k += 1
+        if reach >= t:  # some job submitted by t starts at t or later: it waits at t
+            out.append(t)
+    return out
 
 
 def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,

@@ -103,6 +103,8 @@ class History:
         """Open (and with ``create``, make or migrate) the history at ``path``; ``wait``: how
         long to wait for another process's lock (a caller's time limit bounds it)."""
         p = Path(path)
+        if p.exists() and not p.is_file():  # a FIFO blocks, a device gets a journal beside it
+            raise InputError(path, "--history", path, "not a regular file: a history is an SQLite file")
         if p.exists():
             _check(p)
         elif not create:

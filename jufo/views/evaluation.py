@@ -28,7 +28,7 @@ class Record:
     id: str
     queued: int
     start: int
-    end: int
+    end: int | None  # None: still running (a later live snapshot shows its start, not its end)
     cores: int
 
     @property
@@ -37,6 +37,7 @@ class Record:
 
     @property
     def flow(self) -> int:
+        assert self.end is not None
         return self.end - self.queued
 
     @property
@@ -81,8 +82,9 @@ def prediction_errors(predicted: dict[str, Record], actual: dict[str, Record]) -
     if not both:
         return {"count": 0}
     errors = [actual[i].start - predicted[i].start for i in both]
-    residence = [(actual[i].flow - predicted[i].flow) ** 2 for i in both]
-    return {
+    ended = [i for i in both if actual[i].end is not None and predicted[i].end is not None]
+    residence = [(actual[i].flow - predicted[i].flow) ** 2 for i in ended]
+    out = {
         "count": len(both),
         "mean": statistics.fmean(errors),
         "median": statistics.median(errors),
@@ -91,8 +93,23 @@ def prediction_errors(predicted: dict[str, Record], actual: dict[str, Record]) -
         "stdev": statistics.pstdev(errors),
         "within_60s": sum(abs(e) <= 60 for e in errors) / len(errors),
         "within_15min": sum(abs(e) <= 900 for e in errors) / len(errors),
-        "baranov_p": math.sqrt(sum(residence) / len(both)),
     }
+    if ended:  # residence times need the real end: jobs still running are left out of P
+        out["baranov_p"] = math.sqrt(sum(residence) / len(ended))
+    return out
+
+
+def submit_mismatch(predicted: dict[str, Record], actual: dict[str, Record], slack: int = 60) -> float:
+    """The share of matched jobs whose submit times differ by more than ``slack`` seconds: a
+    comparison with the wrong trace or another system's snapshot matches ids, not jobs.
+
+    >>> submit_mismatch({"a": Record("a", 0, 5, 9, 1)}, {"a": Record("a", 9000, 9005, 9009, 1)})
+    1.0
+    """
+    both = set(predicted) & set(actual)
+    if not both:
+        return 0.0
+    return sum(abs(predicted[i].queued - actual[i].queued) > slack for i in both) / len(both)
 
 
 def per_job(predicted: dict[str, Record], actual: dict[str, Record],
@@ -155,19 +172,30 @@ def _key(obj) -> str:
     return obj.data.get("step") or obj.id
 
 
+_NOT_STARTED = {"Idle", "Pending", "Queued", "Held", "User Hold", "System Hold", "Hold", "Deferred", "PENDING"}
+
+
 def records_of_document(doc, predicted: bool) -> dict[str, Record]:
     """Jobs of an LML file with start and end: predicted (``jufo_*`` data) or actual
     (``dispatchdate``/``starttime`` and ``endtime``, or start + ``actualruntime``)."""
     out: dict[str, Record] = {}
     for obj in doc.of_type("job"):
         d = obj.data
+        state = d.get("state", "")
+        if not predicted and state in _NOT_STARTED:
+            continue  # a waiting job's starttime is the batch system's estimate, not a start
         try:
             queued = parse_date(d["queuedate"])[0]
             if predicted:
                 start, end = parse_date(d["jufo_starttime"])[0], parse_date(d["jufo_endtime"])[0]
             else:
                 start = parse_date(d.get("dispatchdate") or d["starttime"])[0]
-                end = parse_date(d["endtime"])[0] if "endtime" in d else start + int(float(d["actualruntime"]))
+                if "actualruntime" in d:
+                    end = start + int(float(d["actualruntime"]))
+                elif state == "Running":  # a later live snapshot: started, not ended (its endtime is the limit)
+                    end = None
+                else:
+                    end = parse_date(d["endtime"])[0]
             cores = int(float(d.get("totalcores", "1")))
         except (KeyError, ValueError, OverflowError):
             continue
