@@ -168,13 +168,25 @@ def _forecast(doc: lml.Document, report: Report, settings: dict[str, str] | None
     return forecast
 
 
-def _write(doc: lml.Document, forecast, output: str) -> None:
+def _write(doc: lml.Document, forecast, output: str, first: str | None = None) -> None:
     """The input document with the prediction's data added, written atomically."""
     from .engine.prediction import results
     from .forecast import provenance
 
-    lml.add_results(doc, {**results(forecast), **provenance(doc, forecast.config)})
-    out.write(output, lml.serialize(doc))
+    out.write(output, _serialized(doc, {**results(forecast), **provenance(doc, forecast.config)}, first))
+
+
+def _serialized(doc: lml.Document, data: dict[str, list[tuple[str, str]]], first: str | None) -> bytes:
+    """The output: the (merged) input with ``data`` added; with ``first``, the path of the first
+    input, only that file, with the data of its own objects: LLview 2's jobs_LML.xml with jufo's
+    keys, to take that file's place in its workflow."""
+    lml.add_results(doc, data)  # the merged document keeps them too (--json reads it)
+    if first is None:
+        return lml.serialize(doc)
+    alone = lml.read(first)
+    own = {o.id for o in alone.objects}
+    lml.add_results(alone, {oid: pairs for oid, pairs in data.items() if oid in own})
+    return lml.serialize(alone)
 
 
 JSON_SCHEMA = "jufo.v1"  # the version of schemas/jufo-json.schema.json every --json output follows
@@ -255,6 +267,8 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
               show_default=True, help="With --history: the share of real starts the range is to hold.")
 @click.option("--history-keep", "keep_days", type=click.IntRange(min=1), default=KEEP_DAYS, show_default=True,
               metavar="DAYS", help="With --history: forget what is older than this.")
+@click.option("--only-first", is_flag=True, help="With several INPUT files: write only the first (LLview 2's "
+              "jobs_LML.xml) with jufo's data, so it can take that file's place in LLview 2's workflow.")
 @click.option("--history-jump", is_flag=True, help="With --history: accept a snapshot more than --history-keep "
               "days after (or before) what the history knows; without it such a snapshot is refused.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
@@ -268,7 +282,7 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
 def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
-            coverage: float, keep_days: int, history_jump: bool, timeout: float | None, metrics_path: str | None,
+            coverage: float, keep_days: int, only_first: bool, history_jump: bool, timeout: float | None, metrics_path: str | None,
             as_json: bool, json_path: str | None, verbose: bool, quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
     Several INPUT files (LLview 2 writes jobs, nodes, sysinfo, reservations, classes apart)
@@ -296,12 +310,13 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
     doc = lml.read_all(paths)
     report = Report(quiet=quiet)
+    first = paths[0] if only_first and len(paths) > 1 else None
     if history_path:
         forecast = _predict_with_history(doc, report, settings, output, history_path, coverage, keep_days,
-                                         history_jump)
+                                         history_jump, first)
     else:
         forecast = _forecast(doc, report, settings)
-        _write(doc, forecast, output)
+        _write(doc, forecast, output, first)
     signals.time_limit(None)
     if as_json or json_path:
         text = json_text("predict", prediction_json(doc, forecast))
@@ -343,7 +358,8 @@ def prediction_json(doc: lml.Document, forecast) -> dict:
 
 
 def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str, str], output: str,
-                          history_path: str, coverage: float, keep_days: int, jump: bool = False):
+                          history_path: str, coverage: float, keep_days: int, jump: bool = False,
+                          first: str | None = None):
     """Record what the snapshot shows, forecast with what the history taught, keep the
     forecasts and write the output: all or nothing. The history's changes are one
     transaction; the output is staged (written whole beside its target) inside it and renamed
@@ -373,8 +389,8 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
                 look = outlook.outlook(snap, config, report, history, coverage, bar)
                 if bar:
                     bar.done()
-                lml.add_results(doc, {**outlook.results(look), **provenance(doc, look.config)})
-                staged = out.stage(output, lml.serialize(doc))
+                data = {**outlook.results(look), **provenance(doc, look.config)}
+                staged = out.stage(output, _serialized(doc, data, first))
                 history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
                 history.trim(snap.epoch, keep_days)
         out.publish(staged)
