@@ -248,10 +248,37 @@ def _inputs(f):
 
 
 def _check_inputs(paths: tuple[str, ...]) -> list[str]:
-    """Several files are merged (LLview 2's jobs, nodes, sysinfo, ... files); stdin at most once."""
+    """Several files are merged (LLview 2's jobs, nodes, sysinfo, ... files); stdin at most once
+    and open, and no file twice (its objects would be doubled)."""
     if list(paths).count("-") > 1:
         raise click.BadParameter("standard input ('-') can be read only once", param_hint="INPUT")
+    if "-" in paths and sys.stdin is None:
+        raise click.BadParameter("standard input ('-') is closed", param_hint="INPUT")
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            st = os.stat(path) if path != "-" else None
+        except OSError:
+            continue  # reading it says why
+        if st is not None and stat.S_ISREG(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                raise click.BadParameter(f"{path} is {seen[key]} again; each file is read once", param_hint="INPUT")
+            seen[key] = path
     return list(paths)
+
+
+def _needs_stdout(command):
+    """A command whose result is its standard output: with that closed, exit 1 saying so
+    instead of exit 0 having written nothing."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        if sys.stdout is None:
+            _fail("error: standard output is closed; nothing could be written", EXIT_INTERNAL)
+        return command(*args, **kwargs)
+
+    return wrapper
 
 
 @main.command()
@@ -417,6 +444,8 @@ def _history_targets(history_path: str, targets: dict[str, str | None]) -> None:
 def _same_file(a: str, b: str) -> bool:
     """Are ``a`` (``-``: standard input) and ``b`` the same regular file?"""
     try:
+        if a == "-" and sys.stdin is None:
+            return False
         sa = os.fstat(sys.stdin.fileno()) if a == "-" else os.stat(a)
         sb = os.stat(b)
     except (OSError, ValueError):
@@ -438,6 +467,7 @@ def schema_path() -> Path:
 @_inputs
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @guarded
+@_needs_stdout
 def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
     """Check INPUT (several files: merged first) against jufo's raw-LML schema and the
     scheduling rules; list every problem."""
@@ -534,6 +564,7 @@ def _conversion_summary(counts: dict[str, int]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings and counts.")
 @guarded
+@_needs_stdout
 def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: str | None,
            overrides: tuple[str, ...], output: str | None, as_json: bool, quiet: bool) -> None:
     """Simulate a whole SWF trace from its first submit (real run times, future queue dates)
@@ -585,6 +616,7 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
 @click.option("--per-job", "per_job", is_flag=True,
               help="Also each job: predicted and actual start, error (and the batch system's estimate).")
 @guarded
+@_needs_stdout
 def evaluate(predicted_path: str, actual_path: str, as_json: bool, per_job: bool) -> None:
     """Compare predicted starts with actual ones: error statistics and schedule measures."""
     from .views import evaluation
@@ -667,6 +699,7 @@ def _comma_list(value: str | None) -> set[str] | None:
                    "estimate, %r: the range, %w: the wait).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and the summary as JSON.")
 @guarded
+@_needs_stdout
 def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, partition: str | None,
          fmt: str | None, as_json: bool) -> None:
     """Waiting jobs and their predicted starts, like squeue --start (dates ISO 8601)."""
@@ -783,6 +816,7 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
               show_default=True, help="The range share to show the calibration for.")
 @click.option("--json", "as_json", is_flag=True, help="Print it as JSON.")
 @guarded
+@_needs_stdout
 def history_show(history_path: str, coverage: float, as_json: bool) -> None:
     """What the history has learned: run-time accuracy and bias per user/queue, start windows,
     user caps, how late real starts come against the simulation, and range coverage so far."""
@@ -817,6 +851,7 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
               help="Run the snapshots on this Dask cluster (needs pip install 'jufo[dask]').")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @guarded
+@_needs_stdout
 def backtest(trace_path: str, every: int, start: int | None, stop: int | None, coverage: float, nodes: int | None,
              cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, dask_address: str | None,
              as_json: bool) -> None:
@@ -887,6 +922,7 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
               help="Sort by start, or by end (the completion-time criterion of meta-scheduling).")
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
 @guarded
+@_needs_stdout
 def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, time_text: str,
            partition: str | None, user: str, account: str, qos: str, systems: tuple[str, ...],
            configs: tuple[str, ...], overrides: tuple[str, ...], histories: tuple[str, ...], coverage: float,

@@ -224,3 +224,39 @@ def test_a_fifo_or_a_device_is_no_history(tmp_path):
         done = cli("predict", str(system_snapshot(tmp_path)), "--history", str(path), "-o", str(tmp_path / "x.xml"))
         assert done.exit_code == 2 and "not a regular file" in done.stderr
     assert not os.path.exists("/dev/null-journal") or os.geteuid() != 0
+
+
+# -- 13. closed standard streams ------------------------------------------------------------------
+@pytest.mark.parametrize("command", [["predict", "-", "-o", "OUT"], ["show", "-"], ["validate", "-"],
+                                     ["history", "import", "-", "--history", "H"],
+                                     ["history", "import", "-", "--format", "swf", "--history", "H"]])
+def test_reading_a_closed_standard_input_is_exit_2(tmp_path, command):
+    args = [a.replace("OUT", str(tmp_path / "o.xml")).replace("H", str(tmp_path / "h.db")) if a in ("OUT", "H") else a
+            for a in command]
+    done = subprocess.run([sys.executable, "-m", "jufo", *args], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, cwd=ROOT, preexec_fn=lambda: os.close(0))
+    assert done.returncode == 2 and "standard input" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_swf_from_standard_input_is_read(tmp_path):
+    trace = "; MaxProcs: 4\n1 0 10 100 1 -1 -1 1 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+    done = subprocess.run([sys.executable, "-m", "jufo", "history", "import", "-", "--format", "swf", "--history",
+                           str(tmp_path / "h.db")], input=trace, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and "imported 1 jobs" in done.stderr
+
+
+def test_writing_to_a_closed_standard_output_is_exit_1(tmp_path):
+    src = system_snapshot(tmp_path)
+    out = tmp_path / "p.xml"
+    assert cli("predict", str(src), "-o", str(out)).exit_code == 0
+    done = subprocess.run([sys.executable, "-m", "jufo", "show", str(out)], capture_output=False, cwd=ROOT,
+                          stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1))
+    assert done.returncode == 1 and "standard output is closed" in done.stderr
+
+
+# -- 16. a file given twice ----------------------------------------------------------------------
+def test_the_same_file_twice_is_refused(tmp_path):
+    src = system_snapshot(tmp_path)
+    os.symlink(src, tmp_path / "again.xml")
+    done = cli("predict", str(src), str(tmp_path / "again.xml"), "-o", str(tmp_path / "x.xml"))
+    assert done.exit_code == 2 and "read once" in done.stderr and not (tmp_path / "x.xml").exists()

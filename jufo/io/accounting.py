@@ -173,6 +173,8 @@ def text_lines(path: str) -> list[str]:
 
     try:
         if path == "-":
+            if sys.stdin is None:
+                raise InputError("-", None, None, "standard input is closed")
             raw = read_limited(sys.stdin.buffer, "stdin")
         else:
             opener = gzip.open if path.endswith(".gz") else open

@@ -247,6 +247,8 @@ def read(path: str, limit: int = MAX_INPUT_BYTES, scan: bool = True) -> Document
     if path == "-":
         import sys
 
+        if sys.stdin is None:
+            raise InputError("-", None, None, "standard input is closed")
         raw = read_limited(sys.stdin.buffer, "stdin", limit)
     else:
         try:

@@ -10,6 +10,7 @@ waiting at ``T`` and, with ``future``, every later job with its future queue dat
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 from bisect import bisect_right
@@ -88,8 +89,17 @@ def read(path: str) -> Trace:
     """Read an SWF trace (``.swf`` or ``.swf.gz``); InputError (exit 2) on a malformed line."""
     opener = gzip.open if path.endswith(".gz") else open
     trace = Trace([])
+    stream = None
+    if path == "-":  # standard input, read as a file would be (and not closed after)
+        import io
+        import sys
+
+        if sys.stdin is None:
+            raise InputError("-", None, None, "standard input is closed")
+        stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        with (contextlib.nullcontext(stream) if stream is not None
+              else opener(path, "rt", encoding="utf-8", errors="replace")) as fh:
             for lineno, line in enumerate(iter(lambda: fh.readline(_MAX_LINE), ""), 1):
                 if len(line) >= _MAX_LINE and not line.endswith("\n"):
                     raise InputError(f"{path} line {lineno}", None, None,
