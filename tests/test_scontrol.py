@@ -83,9 +83,31 @@ def test_bad_durations_are_refused(text):
 def test_backfill_cons_tres_basic():
     settings, queues, notes = scontrol.site_settings(config(), PARTS)
     assert settings == {"system_state": "NodeState", "scheduling_algorithm": "Backfilling", "maxtopdogs": "300",
-                        "node_sharing": "yes", "system_sysprio": "-DATEqueuedate", "exclusive_queues": "batch"}
+                        "resolution": "60", "node_sharing": "yes", "system_sysprio": "-DATEqueuedate",
+                        "exclusive_queues": "batch"}
     assert dict(queues)["batch"]["maxtime"] == "86400" and "maxtime" not in dict(queues)["shared"]
     assert any("bf_window=2880" in n for n in notes)
+
+
+def test_a_reservation_holds_its_nodes_to_the_next_step_of_slurms_grid(tmp_path):
+    """bf_resolution: Slurm's backfill holds a planned job's resources from its start rounded
+    down to its end rounded up to the grid (``_set_slot_time``); the job planned after it then
+    starts on the grid, as Slurm's estimate says, not the second the first one ends."""
+    from conftest import running
+
+    jobs = {"r": running(1, 100, wall=200, nodes=2), "a": waiting(1, 60, nodes=2),
+            "c": waiting(1, 60, nodes=2, queued="01/10/12-11:00:01")}
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    src.write_bytes(snapshot(jobs, {"n1": 1, "n2": 1}, scheduler={"maxtopdogs": "all"}))
+    starts = {}
+    for extra in ([], ["--set", "resolution=60"]):
+        assert run("predict", str(src), "-o", str(out), "-q", *extra).exit_code == 0
+        starts[bool(extra)] = {o.id: o.data.get("jufo_starttime") for o in lml.read(str(out)).of_type("job")}
+    assert starts[False]["a"] == starts[True]["a"] == "01/10/12-12:01:40"
+    assert starts[False]["c"] == "01/10/12-12:02:40" and starts[True]["c"] == "01/10/12-12:03:00"
+    assert run("predict", str(src), "--set", "resolution=soon").exit_code == 2
+    settings, _, _ = scontrol.site_settings(config(SchedulerParameters="bf_resolution=300"), PARTS)
+    assert settings["resolution"] == "300"
 
 
 def test_builtin_linear_and_the_default_test_depth():

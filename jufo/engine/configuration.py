@@ -34,6 +34,8 @@ DEFAULTS: dict[str, str] = {
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
     "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE)",
+    "resolution": "seconds: the scheduler plans on this time grid (Slurm's bf_resolution): running jobs' ends are "
+                  "rounded up to it",
 }
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
@@ -80,6 +82,7 @@ class Configuration:
     settings: dict[str, str]
     allocation: str = "lowest"
     exclusive_queues: frozenset[str] = frozenset()
+    resolution: int = 0  # seconds of the planning grid (0: none)
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -128,8 +131,13 @@ class Configuration:
             backfill_order="priority" if order == "firstfit" else str(order),
         )
         exclusive = frozenset(q.strip() for q in merged.get("exclusive_queues", "").split(",") if q.strip())
+        resolution = 0
+        if "resolution" in merged:
+            resolution = _count(merged, "resolution", label, report) or 0
+            if len(report.errors) > before:
+                return None
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
-                   exclusive)
+                   exclusive, int(resolution))
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

@@ -8,7 +8,7 @@ user caps, start windows); the engine knows nothing of how those were learned.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..io.dates import date_writer
@@ -64,6 +64,8 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     (run times where the snapshot gives none, start windows, user caps)."""
     state = config.make_state(snap.machine, snap.queues)
     sim = config.make_simulation(state, snap.epoch, report)
+    if config.resolution:
+        sim.policy = replace(sim.policy, grid=(config.resolution, snap.epoch % config.resolution))
     for reason, caps in limit_caps(snap.jobs).items():
         state.limits.limit_users(caps, source=f" (the batch system says {reason})")
     if snap.throttles:

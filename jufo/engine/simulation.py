@@ -39,6 +39,9 @@ class Policy:
     maxnumjobs: int | None = None
     horizon: int | None = None
     backfill_order: str = "priority"  # which backfill candidates go first: priority, shortest, bestfit, greedy
+    # Slurm's bf_resolution: a reservation holds its resources until its end rounded up to this
+    # grid of epoch seconds; (resolution, epoch % resolution), or None
+    grid: tuple[int, int] | None = None
 
 
 class Simulation(ABC):
@@ -678,7 +681,11 @@ class Backfilling(Simulation):
         if found is None:
             return
         t, resources = found
-        alloc = Allocation(t, t + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
+        end = t + job.wall
+        if self.policy.grid is not None:  # held to the next step of the scheduler's grid
+            step, offset = self.policy.grid
+            end += -(end + offset) % step
+        alloc = Allocation(t, end, resources, self.state.request_cores(job), job.queue, job.owner, job)
         home.plan(alloc)
         alloc.home = home
         reserved = self.reserved

@@ -379,8 +379,10 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
             raise InputError(config_name, "SchedulerParameters", f"bf_window={window}", "not whole minutes")
         notes.append(f"bf_window={window} min: Slurm reserves for no job beyond it at one time; its window "
                      "moves with the clock, so jufo predicts later starts too (horizon unlimited)")
-        notes.append(f"bf_resolution={params.get('bf_resolution', '60')} s: Slurm plans on this grid, jufo to "
-                     "the second")
+        resolution = params.get("bf_resolution", "60")  # Slurm's default
+        if not resolution.isdigit() or int(resolution) < 1:
+            raise InputError(config_name, "SchedulerParameters", f"bf_resolution={resolution}", "not whole seconds ≥ 1")
+        settings["resolution"] = resolution
         if "bf_continue" not in params:
             notes.append("bf_continue unset: a long backfill pass may stop early in Slurm; jufo plans every job")
     if "default_queue_depth" in params:
