@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 from jufo.io import accounting, lml
+
+EXTRA: list[str] = []  # more --set KEY=VALUE for the replay (tries)
 from jufo.io.dates import parse_date
 
 
@@ -64,7 +66,7 @@ def replay(run_a: dict[str, dict], lab: Path, nodes: int, cores: int) -> dict[st
         first = sorted((lab / "capture").iterdir())[0]
         subprocess.run([sys.executable, "-m", "jufo", "slurm", "config", "--from", str(first), "-o", site, "-q"],
                        check=True)
-        subprocess.run([sys.executable, "-m", "jufo", "replay", swf, "--config", site, "--set",
+        subprocess.run([sys.executable, "-m", "jufo", "replay", swf, "--config", site, *EXTRA, "--set",
                         "system_state=NodeState", "--nodes", str(nodes), "--cores", str(cores), "-q", "-o", out,
                         "--json"], check=True, stdout=subprocess.DEVNULL)
         by_number = {str(v): k for k, v in numbers.items()}

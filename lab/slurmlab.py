@@ -133,8 +133,10 @@ def slurm_conf(lab: Lab) -> str:
         lines += ["PriorityWeightAge=1000", "PriorityWeightJobSize=1000", "PriorityMaxAge=1:00:00",
                   "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     if lab.accounting:
+        # AccountingStoragePass: the munge socket for slurmdbd's connections (sacct, sacctmgr and
+        # slurmctld use the default socket otherwise, and fail once no munged listens there)
         lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
-                  f"AccountingStoragePort={DBD_PORT + lab.ports}"]
+                  f"AccountingStoragePort={DBD_PORT + lab.ports}", f"AccountingStoragePass={lab.munge_socket}"]
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
     lines.append(f"NodeName={lab.names} NodeHostname=localhost NodeAddr=127.0.0.1 "
