@@ -273,9 +273,12 @@ def stop(directory: Path) -> list[str]:
     conf = directory / "etc" / "slurm.conf"
     env = {**os.environ, "SLURM_CONF": str(conf)}
     left = sh("squeue", "-h", "-o", "%i", check=False, env=env, timeout=30).stdout.split() if conf.exists() else []
-    if left:  # jobs' steps outlive slurmd: end them while slurmctld still runs
+    if left:  # jobs' steps outlive slurmd: end them, and let slurmd reap them, while slurmctld runs
         sh("scancel", "--full", *left, check=False, env=env, timeout=30)
-        time.sleep(2)
+        end = time.monotonic() + 20
+        while time.monotonic() < end and sh("squeue", "-h", "-o", "%i", check=False, env=env,
+                                            timeout=30).stdout.strip():
+            time.sleep(0.5)
     stopped = []
     rows = [line.split(" ", 1) for line in pids.read_text().splitlines() if line.strip()]
     for pid, name in reversed(rows):

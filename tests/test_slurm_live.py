@@ -49,6 +49,7 @@ def test_live_slurm_forecast_matches_slurms_own_estimate(tmp_path, monkeypatch):
     home = tempfile.mkdtemp(prefix="jufo-slurm-lab-")
     os.chmod(home, 0o755)
     lab = slurmlab.Lab(Path(home) / "lab", nodes=16, cores=2, ports=2000)
+    steps_before = set(subprocess.run(["pgrep", "slurmstepd"], capture_output=True, text=True).stdout.split())
     env: dict[str, str] = {}
     try:
         env = slurmlab.start(lab)
@@ -93,4 +94,6 @@ def test_live_slurm_forecast_matches_slurms_own_estimate(tmp_path, monkeypatch):
     assert "slurmctld" in stopped and sum(n.startswith("slurmd") for n in stopped) == 16
     left = subprocess.run(["pgrep", "-f", str(lab.dir)], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes of the lab still run: {left}"
+    steps = set(subprocess.run(["pgrep", "slurmstepd"], capture_output=True, text=True).stdout.split())
+    assert steps <= steps_before, f"job steps of the lab left behind: {steps - steps_before}"
     shutil.rmtree(home, ignore_errors=True)
