@@ -191,16 +191,22 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
             if not job.running:
                 pairs.append(("jufo_starttime", write(epoch + job.start)))
             pairs.append(("jufo_endtime", write(epoch + job.end)))
-            if job.resources is not None:
-                pairs.extend(resource_pairs(job.resources, machine))
-            if job.topdog:
-                pairs.append(("jufo_topdog", "1"))
-            if job.backfilled:
-                pairs.append(("jufo_backfilled", "1"))
+            pairs.extend(placement_pairs(job, machine))
         elif job.reason:
             pairs.append(("jufo_reason", job.reason))
         out[job.id] = pairs
     return out
+
+
+def placement_pairs(job: Job, machine: Machine) -> list[tuple[str, str]]:
+    """Where a started or planned job runs, and how it got there: its resources, ``jufo_topdog``
+    (its start is reserved) and ``jufo_backfilled`` (it starts ahead of a job before it)."""
+    pairs = resource_pairs(job.resources, machine) if job.resources is not None else []
+    if job.topdog:
+        pairs.append(("jufo_topdog", "1"))
+    if job.backfilled:
+        pairs.append(("jufo_backfilled", "1"))
+    return pairs
 
 
 def resource_pairs(resources: Any, machine: Machine) -> list[tuple[str, str]]:

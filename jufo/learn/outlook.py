@@ -22,7 +22,7 @@ from .calibration import DEFAULT_COVERAGE, Calibration, Scored, bucket, bucket_l
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
-from ..engine.prediction import Forecast, resource_pairs, simulate
+from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
 from ..engine.job import HELD_STATES, WAITING, Job
@@ -150,12 +150,7 @@ def results(look: Outlook) -> dict[str, list[tuple[str, str]]]:
             plain = walls[job.id]
             if not job.running and plain.start is not None:
                 pairs.append(("jufo_starttime_wall", when(snap.epoch + plain.start)))
-            if job.resources is not None:
-                pairs.extend(resource_pairs(job.resources, machine))
-            if job.topdog:
-                pairs.append(("jufo_topdog", "1"))
-            if job.backfilled:
-                pairs.append(("jufo_backfilled", "1"))
+            pairs.extend(placement_pairs(job, machine))
             if runtime is not None:
                 pairs.append(("jufo_runtime", str(runtime[0])))
             pairs.append(("jufo_model", model_text(look, job, runtime, found if not job.running else None)))
