@@ -823,7 +823,7 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
     from .learn import outlook
     from .learn.history import History
 
-    with History.open(history_path, create=False) as store:
+    with History.read_only(history_path) as store:
         info = outlook.taught(store, coverage)
     if as_json:
         click.echo(json_text("history show", info))
@@ -1001,7 +1001,7 @@ def _whatif_learned(path: str, config, coverage: float):
     from .learn.history import History
     from .whatif import CANDIDATE
 
-    history = History.open(path, create=False)
+    history = History.read_only(path)
 
     def learned(trial):
         look = outlook.outlook(trial, config, Report(quiet=True), history, coverage)

@@ -260,3 +260,68 @@ def test_the_same_file_twice_is_refused(tmp_path):
     os.symlink(src, tmp_path / "again.xml")
     done = cli("predict", str(src), str(tmp_path / "again.xml"), "-o", str(tmp_path / "x.xml"))
     assert done.exit_code == 2 and "read once" in done.stderr and not (tmp_path / "x.xml").exists()
+
+
+# -- 7. imported numbers are bounded as a snapshot's are ---------------------------------------
+OK_LINE = "1 0 10 100 4 -1 -1 4 600 -1 1 1 1 -1 1 -1 -1 -1"
+
+
+@pytest.mark.parametrize("line", [
+    "1 inf 10 100 4 -1 -1 4 600 -1 1 1 1 -1 1 -1 -1 -1",
+    "1 0 10 100 4 -1 -1 4 1e308 -1 1 1 1 -1 1 -1 -1 -1",
+    "1 0 10 100 1000000000000000000 -1 -1 1000000000000000000 600 -1 1 1 1 -1 1 -1 -1 -1",
+    "1 0 10 9223372036854775808 4 -1 -1 4 600 -1 1 1 1 -1 1 -1 -1 -1",
+])
+def test_swf_numbers_beyond_a_machine_are_exit_2_naming_the_line(tmp_path, line):
+    trace = tmp_path / "t.swf"
+    trace.write_text(f"; MaxProcs: 4\n{OK_LINE}\n{line}\n")
+    for command in (["history", "import", str(trace), "--history", str(tmp_path / "h.db")],
+                    ["swf2lml", str(trace), "-o", str(tmp_path / "x.xml")], ["backtest", str(trace)]):
+        done = cli(*command)
+        assert done.exit_code == 2 and "line 3" in done.stderr, (command, done.output)
+    assert not (tmp_path / "h.db").exists() and not (tmp_path / "x.xml").exists()
+
+
+def test_an_absurd_unix_start_time_is_exit_2(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(f"; MaxProcs: 4\n; UnixStartTime: {'9' * 5000}\n{OK_LINE}\n")
+    done = cli("history", "import", str(trace), "--history", str(tmp_path / "h.db"))
+    assert done.exit_code == 2 and "UnixStartTime" in done.stderr
+
+
+@pytest.mark.parametrize("field, value", [("NCPUS", "1000000000000000000"), ("Timelimit", "99999999-00:00:00"),
+                                          ("NNodes", "inf")])
+def test_sacct_numbers_beyond_a_machine_are_exit_2(tmp_path, field, value):
+    header = "JobID|User|Group|Account|Partition|QOS|NNodes|NCPUS|Timelimit|Submit|Start|End|State"
+    row = dict(zip(header.split("|"), ["7", "u", "g", "a", "batch", "normal", "1", "4", "01:00:00",
+                                       "2026-01-01T00:00:00", "2026-01-01T00:01:00", "2026-01-01T00:30:00",
+                                       "COMPLETED"]))
+    row[field] = value
+    src = tmp_path / "sacct.txt"
+    src.write_text(header + "\n" + "|".join(row.values()) + "\n")
+    done = cli("history", "import", str(src), "--history", str(tmp_path / "h.db"))
+    assert done.exit_code == 2 and "line 2" in done.stderr, done.output
+
+
+# -- 14. reading commands need no write access ------------------------------------------------------
+def test_history_show_does_not_wait_for_a_writer(tmp_path, history):
+    """history show reads without the write lock (it took it, to migrate): while another process
+    holds the lock, it answers at once and changes nothing."""
+    before = dump(history)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, time\n"
+        f"db = sqlite3.connect({str(history)!r}, isolation_level=None)\n"
+        "db.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(30)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "jufo", "history", "show", "--history", str(history), "--json"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
+        took = time.monotonic() - began
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["snapshots"] == 1 and took < 10
+    assert dump(history) == before

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from ..io.dates import DEFAULT_FORMAT, parse_date
 from ..io.errors import Report
 from ..io.lml import Document
+from ..io.values import LATEST_EPOCH
 from . import jobsets
 from .configuration import Configuration
 from .job import Job, JobReader
@@ -39,9 +40,6 @@ class Snapshot:
         return replace(self, jobs=[job.fresh() for job in self.jobs])
 
 
-LATEST_SYSTEM_TIME = 221845392000  # 9000-01-01: room for a century of walls before the year 9999
-
-
 def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) -> Snapshot | None:
     """Read system time, nodes, queues, jobs, reservations and scheduler keys. ``jobs``:
     already read (a trace replay builds them directly), in place of the document's.
@@ -60,7 +58,7 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     else:
         try:
             epoch, fmt = parse_date(raw)
-            if epoch > LATEST_SYSTEM_TIME:
+            if epoch > LATEST_EPOCH:
                 raise ValueError("after the year 9000: predicted dates could not be written back")
         except ValueError as err:
             report.error(label, "system_time", raw, str(err))

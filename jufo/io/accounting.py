@@ -18,6 +18,7 @@ from math import ceil
 
 from .dates import parse_date, parse_seconds
 from .errors import InputError
+from .values import MAX_COUNT, MAX_NODES, MAX_SECONDS
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,10 @@ def parse_timelimit(text: str) -> int | None:
     if m is None:
         return parse_seconds(text) * 60  # a bare number: minutes, as sbatch reads it
     days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    value = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if value > MAX_SECONDS:
+        raise ValueError(f"Timelimit {text!r} is more than a century")
+    return value
 
 
 def _date(text: str) -> int | None:
@@ -147,6 +151,8 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
                 raise ValueError("JobID is empty")
             nodes = int(get["NNodes"] or 1)
             cores = int(get["NCPUS"] or 1)
+            if nodes > MAX_NODES or cores > MAX_COUNT:
+                raise ValueError(f"NNodes {nodes:,} / NCPUS {cores:,}: more than a machine can mean")
             wall = parse_timelimit(get["Timelimit"])
             submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
         except ValueError as err:

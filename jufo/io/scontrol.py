@@ -16,7 +16,6 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from .dates import parse_seconds
 from .errors import InputError
 from .hostlist import expand_hostlist
 

@@ -21,7 +21,7 @@ from . import lml
 from .dates import date_writer, format_date
 from .errors import InputError
 from ..engine.job import RUNNING, WAITING, Job
-from .values import MAX_NODES
+from .values import LATEST_EPOCH, MAX_COUNT, MAX_NODES, MAX_SECONDS
 
 _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endless line
 
@@ -122,7 +122,12 @@ def read(path: str) -> Trace:
                     except ValueError:  # ``3600.0``, ``1e3``, or not a number at all
                         number, submit, wait, run, alloc, req_procs, req_time = (int(float(x)) for x in picked)
                     user, group, queue = int(fields[11]), int(fields[12]), int(fields[14])
-                except ValueError as err:
+                    for name, value, top in (("submit time", submit, MAX_SECONDS), ("wait time", wait, MAX_SECONDS),
+                                             ("run time", run, MAX_SECONDS), ("requested time", req_time, MAX_SECONDS),
+                                             ("processors", max(alloc, req_procs), MAX_COUNT)):
+                        if value > top:
+                            raise ValueError(f"{name} {value:,} is beyond what a machine can mean (at most {top:,})")
+                except (ValueError, OverflowError) as err:  # OverflowError: inf
                     raise InputError(f"{path} line {lineno}", None, None, f"not an SWF job line: {err}") from None
                 # the scheduler sees what was asked for; allocated counts only where that is unknown
                 procs = req_procs if req_procs > 0 else alloc
@@ -130,6 +135,9 @@ def read(path: str) -> Trace:
                     trace.unusable += 1
                     continue
                 trace.jobs.append(TraceJob(number, submit, max(wait, 0), run, procs, req_time, user, group, queue))
+        start = trace.header.get("UnixStartTime", "0").split()
+        if start and start[0].isdigit() and (len(start[0]) > 12 or int(start[0]) > LATEST_EPOCH):
+            raise InputError(path, "UnixStartTime", start[0][:40], "after the year 9000")
     except OSError as err:
         raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
     except EOFError:

@@ -13,6 +13,7 @@ MAX_CORES_PER_NODE = 1 << 20  # far beyond any node; a core mask of this size is
 MAX_NODES = 10_000_000  # far beyond any machine (Fugaku: 158,976 nodes)
 MAX_COUNT = 1 << 40  # any other count: cores of a job, GPUs, tasks
 MAX_SECONDS = 100 * 366 * 86400  # a wall or run time of a century
+LATEST_EPOCH = 221845392000  # 9000-01-01: room for a century of walls before the year 9999
 MAX_MEMORY_MB = 1 << 40  # an exabyte
 MAX_INPUT_BYTES = 1 << 30  # an input file; LML of 100,000 nodes is a few hundred MB
 _MAX_DIGITS = 40

@@ -99,6 +99,29 @@ class History:
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
+    def read_only(cls, path: str) -> History:
+        """Open an existing history only to read it (``history show``, ``whatif``): no write
+        lock, no migration, so a read-only file or folder serves and nothing is changed. A
+        history of an older schema is migrated by the next writing run; it is opened as usual."""
+        p = Path(path)
+        if not p.exists():
+            raise InputError(path, "--history", path, "no such history file")
+        if not p.is_file():
+            raise InputError(path, "--history", path, "not a regular file: a history is an SQLite file")
+        _check(p)
+        for query in ("mode=ro", "mode=ro&immutable=1"):  # immutable: a read-only folder holds no -shm
+            try:
+                db = sqlite3.connect(f"file:{p}?{query}", uri=True, timeout=60, isolation_level=None)
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.OperationalError:
+                continue
+            if version < SCHEMA_VERSION:
+                db.close()
+                return cls.open(path, create=False)
+            return cls(db, path)
+        raise InputError(path, "--history", path, "cannot open it for reading")
+
+    @classmethod
     def open(cls, path: str, create: bool = True, wait: float = 60.0) -> History:
         """Open (and with ``create``, make or migrate) the history at ``path``; ``wait``: how
         long to wait for another process's lock (a caller's time limit bounds it)."""
