@@ -4,6 +4,7 @@ from the far future or of another system, and a run that fails anywhere leave it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -132,24 +133,31 @@ def test_a_run_failing_anywhere_leaves_history_and_output_as_they_were(tmp_path,
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_timeout_holds_while_another_process_holds_the_lock(tmp_path, history):
-    before = dump(history)
+@contextlib.contextmanager
+def lock_held(path):
+    """Another process holding the history's write lock for as long as the block runs."""
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sqlite3, sys, time\n"
-        f"db = sqlite3.connect({str(history)!r}, isolation_level=None)\n"
+        "import sqlite3, time\n"
+        f"db = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
         "db.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(30)\n")],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_timeout_holds_while_another_process_holds_the_lock(tmp_path, history):
+    before = dump(history)
+    with lock_held(history):
         began = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "jufo", "predict",
                                str(system_snapshot(tmp_path, "b.xml", system_time="01/10/12-13:00:00")),
                                "--history", str(history), "-o", str(tmp_path / "x.xml"), "--timeout", "2"],
                               capture_output=True, text=True, cwd=ROOT, timeout=60)
         took = time.monotonic() - began
-    finally:
-        holder.kill()
-        holder.wait()
     assert done.returncode == 124 and "no output written" in done.stderr, done.stderr
     assert took < 10, f"--timeout 2 took {took:.1f} s while the lock was held"
     assert not (tmp_path / "x.xml").exists() and dump(history) == before
@@ -308,20 +316,11 @@ def test_history_show_does_not_wait_for_a_writer(tmp_path, history):
     """history show reads without the write lock (it took it, to migrate): while another process
     holds the lock, it answers at once and changes nothing."""
     before = dump(history)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sqlite3, time\n"
-        f"db = sqlite3.connect({str(history)!r}, isolation_level=None)\n"
-        "db.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(30)\n")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held(history):
         began = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "jufo", "history", "show", "--history", str(history), "--json"],
                               capture_output=True, text=True, cwd=ROOT, timeout=60)
         took = time.monotonic() - began
-    finally:
-        holder.kill()
-        holder.wait()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["counts"]["snapshots"] == 1 and took < 10
     assert dump(history) == before
