@@ -324,3 +324,36 @@ def test_history_show_does_not_wait_for_a_writer(tmp_path, history):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["counts"]["snapshots"] == 1 and took < 10
     assert dump(history) == before
+
+
+# -- 15. job ids ---------------------------------------------------------------------------------
+SACCT_HEADER = "JobID|User|Group|Account|Partition|QOS|NNodes|NCPUS|Timelimit|Submit|Start|End|State"
+
+
+def sacct_line(job: str, submit: str) -> str:
+    return f"{job}|u|g|a|batch|normal|1|4|01:00:00|{submit}|{submit}|{submit}|COMPLETED"
+
+
+def test_another_traces_job_with_the_same_id_is_refused_and_nothing_imported(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text(f"{SACCT_HEADER}\n{sacct_line('7', '2026-01-01T00:00:00')}\n")
+    second.write_text(f"{SACCT_HEADER}\n{sacct_line('8', '2026-01-02T00:00:00')}\n"
+                      f"{sacct_line('7', '2026-03-01T00:00:00')}\n")
+    h = tmp_path / "h.db"
+    assert cli("history", "import", str(first), "--history", str(h)).exit_code == 0
+    assert cli("history", "import", str(first), "--history", str(h)).exit_code == 0  # the same again: fine
+    before = dump(h)
+    done = cli("history", "import", str(second), "--history", str(h))
+    assert done.exit_code == 2 and "JobID='7'" in done.stderr and "nothing was imported" in done.stderr
+    assert dump(h) == before
+
+
+def test_a_byte_order_mark_is_read_and_invalid_utf8_refused(tmp_path):
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + f"{SACCT_HEADER}\n{sacct_line('7', '2026-01-01T00:00:00')}\n".encode())
+    assert cli("history", "import", str(bom), "--history", str(tmp_path / "h.db")).exit_code == 0
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(f"{SACCT_HEADER}\n".encode() + b"7\xff|u|g|a|batch|normal|1|4|01:00:00|2026-01-01T00:00:00|"
+                    b"2026-01-01T00:00:00|2026-01-01T00:00:00|COMPLETED\n")
+    done = cli("history", "import", str(bad), "--history", str(tmp_path / "h2.db"))
+    assert done.exit_code == 2 and "line 2" in done.stderr and "not UTF-8" in done.stderr

@@ -190,7 +190,11 @@ def text_lines(path: str) -> list[str]:
         raise InputError(path, None, None, f"cannot read: {err.strerror or err}") from None
     except EOFError:
         raise InputError(path, None, None, "truncated: the compressed file ends early") from None
-    return raw.decode("utf-8", errors="replace").splitlines()
+    try:  # (utf-8-sig: a byte-order mark, as some tools write, is no part of the header)
+        return raw.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as err:  # replacing bad bytes could merge two job ids into one
+        line = raw[:err.start].count(b"\n") + 1
+        raise InputError(f"{path} line {line}", None, None, f"not UTF-8 ({err.reason} at byte {err.start:,})") from None
 
 
 def is_sacct(path: str) -> bool:

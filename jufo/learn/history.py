@@ -218,6 +218,12 @@ class History:
         rows = 0
         with self.transaction() as db:
             for rec in records:
+                known = db.execute("SELECT submit FROM jobs WHERE id = ?", (rec.id,)).fetchone()
+                if known and known[0] is not None and rec.submit is not None and abs(known[0] - rec.submit) > 60:
+                    # the same id for another job: another trace, or a reset job counter
+                    raise InputError(self.path, "JobID", rec.id, f"this history holds job {rec.id} submitted at "
+                                     f"{known[0]}, the import one submitted at {rec.submit}: another system's or "
+                                     "trace's jobs? Give it a history of its own; nothing was imported")
                 state = "ended" if rec.end is not None else "running" if rec.start is not None else "queued"
                 self._upsert(db, rec, state, None, source)
                 rows += 1
