@@ -76,9 +76,9 @@ def never(snap: Snapshot, queue_data: dict[str, dict[str, str]], partition: str,
                                                                              or n.classes and partition in n.classes)]
     if request.nodes is not None and request.nodes > len(members):
         return f"PartitionNodeLimit: asks {request.nodes} nodes, partition {partition} has {len(members)}"
-    if request.cores is not None and request.cores > sum(n.limit(partition) for n in members):
-        return (f"PartitionNodeLimit: asks {request.cores} cores, partition {partition} has "
-                f"{sum(n.limit(partition) for n in members)}")
+    cores = sum(n.limit(partition) for n in members)
+    if request.cores is not None and request.cores > cores:
+        return f"PartitionNodeLimit: asks {request.cores} cores, partition {partition} has {cores}"
     return None
 
 
@@ -166,7 +166,7 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
 def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: str, account: str,
                   qos: str) -> Request:
     """The request from sbatch's flags; InputError naming the flag when it is malformed."""
-    from .io.scontrol import seconds_of
+    from .io.slurm import seconds_of
 
     if (nodes is None) == (ntasks is None):
         raise InputError("whatif", "-N/--nodes or -n/--ntasks", None, "give exactly one of them")

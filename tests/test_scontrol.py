@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT, snapshot, waiting
 from jufo.cli import main
-from jufo.io import lml, scontrol
+from jufo.io import lml, scontrol, slurm
 from jufo.io.dates import parse_date
 from jufo.io.errors import InputError
 
@@ -69,13 +69,13 @@ def test_config_reads_the_real_output():
                                            ("2-12", 216000), ("1-01:30", 91800), ("UNLIMITED", None),
                                            ("Partition_Limit", None)])
 def test_slurm_durations(text, seconds):
-    assert scontrol.seconds_of(text) == seconds
+    assert slurm.seconds_of(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["1h", "-5", "10:xx", "99999999-00:00:00"])
 def test_bad_durations_are_refused(text):
     with pytest.raises(ValueError):
-        scontrol.seconds_of(text)
+        slurm.seconds_of(text)
 
 
 # --- the configuration ---------------------------------------------------------------------

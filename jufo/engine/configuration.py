@@ -7,7 +7,7 @@ SystemState (NodeState, AttributeState) and builds the JobSorter from the priori
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..io.errors import InputError, Report
 from .job import Job
@@ -34,12 +34,12 @@ DEFAULTS: dict[str, str] = {
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
     "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE)",
-    "resolution": "seconds: the scheduler plans on this time grid (Slurm's bf_resolution): running jobs' ends are "
-                  "rounded up to it",
+    "resolution": "seconds: a planned job's reservation holds until its end rounded up to this grid of epoch "
+                  "seconds (Slurm's bf_resolution)",
 }
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
-_YES = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
+YES_NO = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
 _UNLIMITED = {"", "unlimited", "none", "inf", "-1"}
 
 
@@ -121,6 +121,7 @@ class Configuration:
         allocation = _choice(merged["node_allocation"], NodeState.ALLOCATIONS)
         if allocation is None:
             report.error(label, "node_allocation", merged["node_allocation"], f"must be {', '.join(NodeState.ALLOCATIONS)}")
+        resolution = _count(merged, "resolution", label, report) if "resolution" in merged else 0
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -131,13 +132,8 @@ class Configuration:
             backfill_order="priority" if order == "firstfit" else str(order),
         )
         exclusive = frozenset(q.strip() for q in merged.get("exclusive_queues", "").split(",") if q.strip())
-        resolution = 0
-        if "resolution" in merged:
-            resolution = _count(merged, "resolution", label, report) or 0
-            if len(report.errors) > before:
-                return None
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
-                   exclusive, int(resolution))
+                   exclusive, resolution or 0)
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""
@@ -148,7 +144,10 @@ class Configuration:
     def make_simulation(self, state: SystemState, epoch: int, report: Report) -> Simulation:
         """The Simulation for the configured algorithm, with its JobSorter."""
         sorter = JobSorter(self.formula, epoch, report)
-        return ALGORITHMS[self.algorithm](state, sorter, self.policy, report)
+        policy = self.policy  # the planning grid is of epoch seconds: its offset from time zero
+        if self.resolution:
+            policy = replace(policy, grid=(self.resolution, epoch % self.resolution))
+        return ALGORITHMS[self.algorithm](state, sorter, policy, report)
 
 
 def batch_priorities(jobs: list[Job]) -> bool:
@@ -189,7 +188,7 @@ def _count(merged: dict[str, str], key: str, label: str, report: Report,
 
 
 def _flag(merged: dict[str, str], key: str, label: str, report: Report) -> bool | None:
-    value = _YES.get(merged[key].strip().lower())
+    value = YES_NO.get(merged[key].strip().lower())
     if value is None:
         report.error(label, key, merged[key], "must be yes or no")
     return value

@@ -8,13 +8,13 @@ user caps, start windows); the engine knows nothing of how those were learned.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..io.dates import date_writer
 from ..io.errors import Report
 from . import dependency, jobsets
-from .configuration import Configuration
+from .configuration import YES_NO, Configuration
 from .job import Job
 from .node import Machine, parse_nodelist
 from .ranges import NodeCores, format_nested, format_whole_nodes, lowest, ranges_of
@@ -64,8 +64,6 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     (run times where the snapshot gives none, start windows, user caps)."""
     state = config.make_state(snap.machine, snap.queues)
     sim = config.make_simulation(state, snap.epoch, report)
-    if config.resolution:
-        sim.policy = replace(sim.policy, grid=(config.resolution, snap.epoch % config.resolution))
     for reason, caps in limit_caps(snap.jobs).items():
         state.limits.limit_users(caps, source=f" (the batch system says {reason})")
     if snap.throttles:
@@ -102,9 +100,6 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     return Forecast(snap, config, sim)
 
 
-_YES = ("yes", "1", "true")
-
-
 def whole_nodes(jobs: list[Job], machine: Machine, queues: frozenset[str]) -> None:
     """Waiting jobs of an exclusive queue, or that asked for whole nodes themselves (``exclusive``,
     from Slurm's ``--exclusive``), take every core of each node: Slurm shows a pending exclusive
@@ -112,7 +107,8 @@ def whole_nodes(jobs: list[Job], machine: Machine, queues: frozenset[str]) -> No
     Idempotent, so a second simulation of the same jobs gives the same sizes.  O(jobs)."""
     sizes: dict[str, int] = {}
     for job in jobs:
-        if job.running or not (job.queue in queues or job.data.get("exclusive", "").strip().lower() in _YES):
+        asked = YES_NO.get(job.data.get("exclusive", "").strip().lower())
+        if job.running or not (job.queue in queues or asked):
             continue
         size = sizes.get(job.queue)
         if size is None:

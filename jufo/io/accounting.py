@@ -16,9 +16,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from math import ceil
 
-from .dates import parse_date, parse_seconds
+from .dates import parse_date
 from .errors import InputError
-from .values import MAX_COUNT, MAX_NODES, MAX_SECONDS
+from .slurm import seconds_of
+from .values import MAX_COUNT, MAX_NODES
 
 
 @dataclass(frozen=True)
@@ -82,27 +83,6 @@ SACCT_FIELDS = ("JobID", "User", "Group", "Account", "Partition", "QOS", "NNodes
                 "Submit", "Start", "End", "State")
 _UNKNOWN = {"", "unknown", "none", "n/a"}
 _ARRAY_SUMMARY = re.compile(r"^\d+_\[.*\]$")
-_TIMELIMIT = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)")
-
-
-def parse_timelimit(text: str) -> int | None:
-    """Seconds of a Slurm time limit (``1-00:00:00``, ``02:00:00``, ``30:00``), None for
-    ``UNLIMITED``, ``Partition_Limit`` and the like; ValueError when malformed.
-
-    >>> parse_timelimit("1-02:00:00"), parse_timelimit("30:00"), parse_timelimit("UNLIMITED")
-    (93600, 1800, None)
-    """
-    text = text.strip()
-    if text.lower() in _UNKNOWN or text.lower() in ("unlimited", "partition_limit", "invalid"):
-        return None
-    m = _TIMELIMIT.fullmatch(text)
-    if m is None:
-        return parse_seconds(text) * 60  # a bare number: minutes, as sbatch reads it
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
-    value = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    if value > MAX_SECONDS:
-        raise ValueError(f"Timelimit {text!r} is more than a century")
-    return value
 
 
 def _date(text: str) -> int | None:
@@ -153,7 +133,7 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
             cores = int(get["NCPUS"] or 1)
             if nodes > MAX_NODES or cores > MAX_COUNT:
                 raise ValueError(f"NNodes {nodes:,} / NCPUS {cores:,}: more than a machine can mean")
-            wall = parse_timelimit(get["Timelimit"])
+            wall = seconds_of(get["Timelimit"])
             submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
         except ValueError as err:
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None

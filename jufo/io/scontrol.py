@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .hostlist import expand_hostlist
+from .slurm import seconds_of
 
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
 # lines scontrol prints instead of records when there are none
 _EMPTY = re.compile(r"^No (jobs|nodes|partitions|reservations) in the system\s*$")
-_DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
-MAX_SLURM_DURATION = 100 * 366 * 86400  # a century, as every other duration jufo reads
 
 
 class SlurmTextError(InputError):
@@ -87,36 +86,6 @@ def parse_config(text: str, source: str) -> dict[str, str]:
     if "SchedulerType" not in out:
         raise SlurmTextError(source, 1, "SchedulerType", None, "missing: is this `scontrol show config` output?")
     return out
-
-
-def seconds_of(text: str) -> int | None:
-    """A Slurm duration (``TimeLimit``, ``RunTime``, ``MaxTime``) in seconds; None for unlimited
-    or unset. Minutes alone, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``.
-    ValueError for anything else.
-
-    >>> [seconds_of(t) for t in ("30", "1:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED", "NONE")]
-    [1800, 60, 3600, 172800, 129600, None, None]
-    """
-    text = text.strip()
-    if text.upper() in ("UNLIMITED", "INFINITE", "NONE", "NOT_SET", "PARTITION_LIMIT", "N/A", ""):
-        return None
-    m = _DURATION.match(text)
-    if m is None:
-        raise ValueError("not a Slurm duration ([D-]HH:MM:SS, MM:SS or minutes)")
-    days, a, b, c = m.groups()
-    if days is not None and c is None and b is not None and a is None:  # D-HH
-        value = int(days) * 86400 + int(b) * 3600
-    elif days is not None and c is None:  # D-HH:MM
-        value = int(days) * 86400 + int(a or 0) * 3600 + int(b) * 60
-    elif c is not None:  # [D-]HH:MM:SS
-        value = int(days or 0) * 86400 + int(a) * 3600 + int(b) * 60 + int(c)
-    elif a is not None:  # MM:SS
-        value = int(a) * 60 + int(b)
-    else:  # minutes
-        value = int(b) * 60
-    if value > MAX_SLURM_DURATION:
-        raise ValueError("more than a century")
-    return value
 
 
 _NODE_STATES = {  # Slurm's base node state → LLview 2's word

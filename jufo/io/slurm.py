@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from enum import Enum
 
+from .values import MAX_SECONDS
+
 
 class Meaning(Enum):
     """How a pending job's reason is simulated."""
@@ -82,3 +84,40 @@ def state_of(state: str) -> str:
     ('Pending', 'Pending', 'Completed')
     """
     return SLURM_STATES.get(state.strip().upper(), state.strip()) if state.strip().isupper() else state.strip()
+
+
+_DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
+_NO_LIMIT = {"UNLIMITED", "INFINITE", "NONE", "NOT_SET", "PARTITION_LIMIT", "N/A", "UNKNOWN", "INVALID", ""}
+
+
+def seconds_of(text: str) -> int | None:
+    """A Slurm duration (``scontrol``'s ``TimeLimit``, ``RunTime``, ``MaxTime``, ``sacct``'s
+    ``Timelimit``, ``sbatch -t``) in seconds; None for unlimited, unset or unknown. Minutes
+    alone, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; ValueError for
+    anything else, or more than a century.
+
+    >>> [seconds_of(t) for t in ("30", "1:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED", "NONE")]
+    [1800, 60, 3600, 172800, 129600, None, None]
+    >>> seconds_of("1-02:00:00"), seconds_of("30:00"), seconds_of("Partition_Limit")
+    (93600, 1800, None)
+    """
+    text = text.strip()
+    if text.upper() in _NO_LIMIT:
+        return None
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError("not a Slurm duration ([D-]HH:MM:SS, MM:SS or minutes)")
+    days, a, b, c = m.groups()
+    if days is not None and c is None and b is not None and a is None:  # D-HH
+        value = int(days) * 86400 + int(b) * 3600
+    elif days is not None and c is None:  # D-HH:MM
+        value = int(days) * 86400 + int(a or 0) * 3600 + int(b) * 60
+    elif c is not None:  # [D-]HH:MM:SS
+        value = int(days or 0) * 86400 + int(a) * 3600 + int(b) * 60 + int(c)
+    elif a is not None:  # MM:SS
+        value = int(a) * 60 + int(b)
+    else:  # minutes
+        value = int(b) * 60
+    if value > MAX_SECONDS:
+        raise ValueError("more than a century")
+    return value
