@@ -69,3 +69,37 @@ def test_backtest_of_the_labs_own_sacct(lab):
     assert overall["history"]["median_abs_error"] < 0.5 * overall["walltime"]["median_abs_error"]
     assert overall["history"]["median_abs_error"] < overall["starts now"]["median_abs_error"]
     assert overall["history"]["coverage"] >= 0.75
+
+
+def test_snapshots_and_sacct_imports_take_turns_without_rewriting_accounting(tmp_path_factory, tmp_path):
+    """The operator's cron: import sacct up to now, predict with the history, again. A snapshot
+    lists finished jobs too (its reader does not size or date them: they are not scheduled);
+    they once got the snapshot's time as submit date and one node, overwrote what sacct had
+    recorded, and the next import refused the history as another system's."""
+    import sqlite3
+    import time as clock
+
+    lab = unpack(tmp_path_factory, "lab-mixed")
+    runner, db, site = CliRunner(), tmp_path / "h.db", tmp_path / "site.xml"
+    assert runner.invoke(main, ["slurm", "config", "--from", str(lab / "capture" / "0000"), "-o", str(site),
+                                "-q"]).exit_code == 0
+    sacct = {line.split("|")[0]: line.split("|") for line in (lab / "sacct.txt").read_text().splitlines()[1:]}
+    for cap in ("0003", "0006", "0009"):
+        at = int((lab / "capture" / cap / "at").read_text())
+        until = clock.strftime("%Y-%m-%dT%H:%M:%S", clock.gmtime(at))
+        done = runner.invoke(main, ["history", "import", str(lab / "sacct.txt"), "--history", str(db),
+                                    "--until", until])
+        assert done.exit_code == 0, done.output
+        snap = tmp_path / f"{cap}.xml"
+        assert runner.invoke(main, ["slurm", "snapshot", "--from", str(lab / "capture" / cap),
+                                    "-o", str(snap)]).exit_code == 0
+        done = runner.invoke(main, ["predict", str(snap), "--config", str(site), "--history", str(db),
+                                    "-o", str(tmp_path / "out.xml"), "-q"])
+        assert done.exit_code == 0, done.output
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT id, nodes, cores, submit FROM jobs WHERE source = 'sacct'").fetchall()
+    assert len(rows) > 30
+    for job_id, nodes, cores, submit in rows:
+        line = sacct[job_id]
+        assert (nodes, cores) == (int(line[12]), int(line[13])), job_id
+        assert clock.strftime("%Y-%m-%dT%H:%M:%S", clock.gmtime(submit)) == line[7], job_id

@@ -26,7 +26,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..io.accounting import JobRecord
@@ -257,15 +257,19 @@ class History:
                     db.execute("UPDATE jobs SET state = 'gone', start = ? WHERE id = ?", (start, job_id))
 
     def _upsert(self, db: sqlite3.Connection, rec: JobRecord, state: str, seen: int | None, source: str) -> None:
-        old = db.execute("SELECT start, end, state, seen, source, submit FROM jobs WHERE id = ?", (rec.id,)).fetchone()
+        old = db.execute("SELECT start, end, state, seen, source, submit, user, grp, account, queue, qos, nodes, "
+                         "cores, wall FROM jobs WHERE id = ?", (rec.id,)).fetchone()
         if old is None:
             db.execute("INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (rec.id, rec.user, rec.group, rec.account, rec.queue, rec.qos, rec.nodes, rec.cores,
                         rec.wall, rec.submit, rec.start, rec.end, state, seen, source))
             return
-        old_start, old_end, old_state, old_seen, old_source, old_submit = old
+        old_start, old_end, old_state, old_seen, old_source, old_submit = old[:6]
         order = {"queued": 0, "gone": 1, "running": 2, "ended": 3}
         accounting = SOURCE_PRIORITY.get(source, 0) >= SOURCE_PRIORITY.get(old_source, 0)
+        if not accounting:  # a snapshot never rewrites what accounting recorded of the request
+            rec = replace(rec, user=old[6], group=old[7], account=old[8], queue=old[9], qos=old[10],
+                          nodes=old[11], cores=old[12], wall=old[13], submit=old_submit)
         start = rec.start if rec.start is not None and (accounting or old_start is None) else old_start
         end = rec.end if rec.end is not None and (accounting or old_end is None) else old_end
         new_state = state if order[state] >= order.get(old_state, 0) else old_state

@@ -22,6 +22,7 @@ from .calibration import DEFAULT_COVERAGE, Calibration, Scored, bucket, bucket_l
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
+from ..io.values import MAX_COUNT, MAX_NODES, MAX_SECONDS, whole
 from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
@@ -187,10 +188,14 @@ def observations(snap: Snapshot) -> list[Observation]:
     out = []
     for job in snap.jobs:
         d = job.data
-        submit = snap.epoch + job.queued if d.get("queuedate") else None
-        wall = job.wall if job.wall > 0 or job.running else None
+        if job.running or job.state == WAITING:
+            submit = snap.epoch + job.queued if d.get("queuedate") else None
+            wall, nodes, cores = job.wall if job.wall > 0 or job.running else None, job.nodes, job.total_cores
+        else:  # held or finished: the reader did not size them (they are not scheduled), so read here
+            submit, wall = _date(d.get("queuedate")), _count(d.get("wall"), MAX_SECONDS)
+            nodes, cores = _count(d.get("numnodes"), MAX_NODES) or 1, _count(d.get("totalcores"), MAX_COUNT) or 1
         record = JobRecord(job.key, job.owner, job.group, d.get("account", ""), job.queue, d.get("qos", ""),
-                           job.nodes, job.total_cores, wall, submit)
+                           nodes, cores, wall, submit)
         if job.running:
             out.append(Observation(replace(record, start=snap.epoch + (job.started or 0)), "running"))
         elif job.state == WAITING or job.state in HELD_STATES:
@@ -200,6 +205,26 @@ def observations(snap: Snapshot) -> list[Observation]:
             if ended is not None:
                 out.append(Observation(replace(record, start=ended[0], end=ended[1]), "ended"))
     return out
+
+
+def _date(text: str | None) -> int | None:
+    """An absolute date of the snapshot's data, or None where missing or unreadable."""
+    try:
+        return parse_date(text)[0] if text else None
+    except ValueError:
+        return None
+
+
+def _count(text: str | None, hi: int) -> int | None:
+    """A whole number of the snapshot's data in ``[0, hi]``, or None where missing or unreadable.
+
+    >>> _count("16", 99), _count("16.000", 99), _count("x", 99), _count(None, 99), _count("1e30", 99)
+    (16, 16, None, None, None)
+    """
+    try:
+        return whole(text or "", 0, hi)
+    except ValueError:
+        return None
 
 
 def _ended(data: dict[str, str]) -> tuple[int, int] | None:
