@@ -120,15 +120,70 @@ def test_views_of_a_file_with_absurd_numbers_never_crash(tmp_path, value, comman
         assert "ncores" in result.stderr
 
 
-def test_a_trace_repeating_a_job_number_gives_unique_ids(tmp_path):
+def test_a_trace_repeating_a_job_number_is_refused_naming_the_line(tmp_path):
+    """As a snapshot refuses a job id given twice (issue 34, item 12: 6.8 million copies of one
+    line took minutes and gigabytes; now the second line ends it)."""
     trace = tmp_path / "dup.swf"
     trace.write_text("; MaxProcs: 4\n1 0 0 10 1 -1 -1 1 100 -1 1 1 1 -1 1 -1 -1 -1\n"
                      "1 5 0 10 1 -1 -1 1 100 -1 1 1 1 -1 1 -1 -1 -1\n")
-    out = tmp_path / "dup.xml"
-    assert CliRunner().invoke(main, ["swf2lml", str(trace), "--at", "6", "-o", str(out), "-q"]).exit_code == 0
-    ids = [o.get("id") for o in etree.parse(str(out)).iter("{*}object") if o.get("type") == "job"]
-    assert ids == ["j1", "j1_2"]
-    assert CliRunner().invoke(main, ["predict", str(out), "-o", str(tmp_path / "p.xml")]).exit_code == 0
+    for args in (["swf2lml", str(trace), "--at", "6", "-o", str(tmp_path / "dup.xml"), "-q"],
+                 ["history", "import", str(trace), "--history", str(tmp_path / "h.db")]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "dup.swf line 3: job number='1': appears twice" in result.output
+    assert not (tmp_path / "dup.xml").exists()
+
+
+def test_a_trace_of_blank_lines_is_read_fast_and_a_huge_one_refused(tmp_path, monkeypatch):
+    """The 1 GiB input limit holds for decompressed text, and blank stretches are skipped whole."""
+    import gzip
+
+    from jufo.io import swf
+
+    blank = tmp_path / "blank.swf.gz"
+    with gzip.open(blank, "wb") as fh:
+        for _ in range(64):
+            fh.write(b"\n" * (1 << 20))
+        fh.write(b"7 0 0 10 1 -1 -1 1 100 -1 1 1 1 -1 1 -1 -1 -1\n")
+    began = time.perf_counter()
+    trace = swf.read(str(blank))
+    assert time.perf_counter() - began < 5  # a line at a time: ~7 s for these 64 MiB
+    assert [job.number for job in trace.jobs] == [7]
+    monkeypatch.setattr(swf, "MAX_INPUT_BYTES", 32 << 20)
+    monkeypatch.setattr(swf._lines, "__defaults__", (32 << 20,))
+    result = CliRunner().invoke(main, ["history", "import", str(blank), "--history", str(tmp_path / "h.db")])
+    assert result.exit_code == 2 and "more than 32 MiB of text" in result.output, result.output
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs resource limits (POSIX)")
+@pytest.mark.parametrize("what", ["snapshot", "trace"])
+def test_huge_machines_in_tiny_inputs_need_no_memory_with_a_history(tmp_path, what):
+    """Issue 34, item 12: 1,000 nodes of 2^20 cores took 8.4 GB with --history, and a 98-byte SWF
+    claiming 2e9 processors made history show run out of memory (a level-time tree as long as
+    the machine's cores). Both now run inside a 1 GiB address space."""
+    import resource
+    import subprocess
+    import sys
+
+    db = tmp_path / "h.db"
+    if what == "snapshot":
+        nodes = {f"n{i}": 1 << 20 for i in range(1000)}
+        jobs = {f"r{i}": running(1 << 20, 600 + i, wall=3600) for i in range(5)}
+        jobs.update({f"w{i}": waiting(1 << 20, 3600) for i in range(5)})
+        (tmp_path / "in.xml").write_bytes(snapshot(jobs, nodes))
+        first = ["predict", str(tmp_path / "in.xml"), "-o", str(tmp_path / "out.xml"), "-q", "--history", str(db)]
+    else:
+        (tmp_path / "t.swf").write_text("; MaxProcs: 2000000000\n1 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+                                        "2 5 10 100 4 -1 -1 4 200 -1 1 2 1 -1 1 -1 -1 -1\n")
+        first = ["history", "import", str(tmp_path / "t.swf"), "--history", str(db)]
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    for args in (first, ["history", "show", "--history", str(db)]):
+        done = subprocess.run([sys.executable, "-m", "jufo", *args], capture_output=True, text=True,
+                              preexec_fn=limit, timeout=120)
+        assert done.returncode == 0, done.stderr[-500:]
 
 
 def test_validate_never_passes_what_predict_refuses(tmp_path):

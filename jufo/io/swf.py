@@ -14,6 +14,7 @@ import contextlib
 import gzip
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from math import ceil
 
@@ -21,7 +22,7 @@ from . import lml
 from .dates import date_writer, format_date
 from .errors import InputError
 from ..engine.job import RUNNING, WAITING, Job
-from .values import LATEST_EPOCH, MAX_COUNT, MAX_NODES, MAX_SECONDS
+from .values import LATEST_EPOCH, MAX_COUNT, MAX_INPUT_BYTES, MAX_NODES, MAX_SECONDS
 
 _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endless line
 
@@ -85,6 +86,43 @@ class Trace:
 _HEADER = re.compile(r";\s*(\w+):\s*(.*)")
 
 
+def _lines(fh, path: str, limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a text stream, read in blocks: a block of nothing but blank lines
+    is skipped whole (a gzip of a gigabyte of newlines is read in seconds, not minutes).
+    InputError past ``limit`` characters in all (decompressed) or for a line longer than
+    ``_MAX_LINE``.
+
+    >>> import io
+    >>> list(_lines(io.StringIO("a\\n\\n\\nb"), "t"))
+    [(1, 'a'), (4, 'b')]
+    """
+    lineno, carry, total = 0, "", 0
+    while True:
+        block = fh.read(1 << 20)
+        total += len(block)
+        if total > limit:
+            raise InputError(path, None, None, f"more than {limit // 2**20:,} MiB of text: not an SWF trace")
+        if not block:
+            break
+        if not carry and block.isspace():
+            lineno += block.count("\n")
+            continue
+        parts = (carry + block).split("\n")
+        carry = parts.pop()
+        if len(carry) > _MAX_LINE:
+            raise InputError(f"{path} line {lineno + len(parts) + 1}", None, None,
+                             f"longer than {_MAX_LINE:,} characters: not an SWF trace")
+        for part in parts:
+            lineno += 1
+            if len(part) > _MAX_LINE:
+                raise InputError(f"{path} line {lineno}", None, None,
+                                 f"longer than {_MAX_LINE:,} characters: not an SWF trace")
+            if part and not part.isspace():
+                yield lineno, part
+    if carry and not carry.isspace():
+        yield lineno + 1, carry
+
+
 def read(path: str) -> Trace:
     """Read an SWF trace (``.swf`` or ``.swf.gz``); InputError (exit 2) on a malformed line."""
     opener = gzip.open if path.endswith(".gz") else open
@@ -100,10 +138,8 @@ def read(path: str) -> Trace:
     try:
         with (contextlib.nullcontext(stream) if stream is not None
               else opener(path, "rt", encoding="utf-8", errors="replace")) as fh:
-            for lineno, line in enumerate(iter(lambda: fh.readline(_MAX_LINE), ""), 1):
-                if len(line) >= _MAX_LINE and not line.endswith("\n"):
-                    raise InputError(f"{path} line {lineno}", None, None,
-                                     f"longer than {_MAX_LINE:,} characters: not an SWF trace")
+            seen: set[int] = set()
+            for lineno, line in _lines(fh, path):
                 line = line.strip()
                 if not line:
                     continue
@@ -129,6 +165,10 @@ def read(path: str) -> Trace:
                             raise ValueError(f"{name} {value:,} is beyond what a machine can mean (at most {top:,})")
                 except (ValueError, OverflowError) as err:  # OverflowError: inf
                     raise InputError(f"{path} line {lineno}", None, None, f"not an SWF job line: {err}") from None
+                if number in seen:
+                    raise InputError(f"{path} line {lineno}", "job number", str(number),
+                                     "appears twice: a trace numbers each job once")
+                seen.add(number)
                 # the scheduler sees what was asked for; allocated counts only where that is unknown
                 procs = req_procs if req_procs > 0 else alloc
                 if run < 0 or procs <= 0 or submit < 0:

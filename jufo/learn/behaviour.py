@@ -93,23 +93,25 @@ class _LevelTime:
     """
 
     def __init__(self, size: int) -> None:
+        # sparse: a machine of 10^9 cores must not cost 8 GB here; each ``add`` touches
+        # O(log size) entries, so memory is O(adds × log size) whatever the machine's size
         self.size = max(0, size)
-        self.tree = [0] * (self.size + 2)
+        self.tree: dict[int, int] = {}
 
     def add(self, level: int, seconds: int) -> None:
         """O(log size)."""
-        i = min(max(level, 0), self.size) + 1
-        while i < len(self.tree):
-            self.tree[i] += seconds
+        i, limit, tree = min(max(level, 0), self.size) + 1, self.size + 2, self.tree
+        while i < limit:
+            tree[i] = tree.get(i, 0) + seconds
             i += i & -i
 
     def upto(self, level: int) -> int:
         """Seconds spent at levels ``0..level``.  O(log size)."""
         if level < 0:
             return 0
-        i, total = min(level, self.size) + 1, 0
+        i, total, tree = min(level, self.size) + 1, 0, self.tree
         while i > 0:
-            total += self.tree[i]
+            total += tree.get(i, 0)
             i -= i & -i
         return total
 
