@@ -10,6 +10,7 @@ import functools
 import gc
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -831,6 +832,26 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
         click.echo(outlook.taught_text(info))
 
 
+_DASK_ADDRESS = re.compile(r"(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)"
+                           r":([0-9]{1,5})")
+
+
+def _dask_address(value: str | None) -> str | None:
+    """A Dask scheduler's address as ``[tcp|tls|ws|wss://]HOST:PORT``; UsageError (exit 2)
+    naming the flag otherwise (``inproc://`` and ``file://`` would run nothing anywhere).
+
+    >>> _dask_address("tcp://login1:8786"), _dask_address("10.0.0.5:8786"), _dask_address("tls://[::1]:8786")
+    ('tcp://login1:8786', '10.0.0.5:8786', 'tls://[::1]:8786')
+    """
+    if value is None:
+        return None
+    m = _DASK_ADDRESS.fullmatch(value.strip())
+    if not m or not 0 < int(m.group(3)) < 65536:
+        raise click.BadParameter(f"{value!r} is not a Dask scheduler address: give tcp://HOST:PORT "
+                                 "(as the scheduler prints it)", param_hint="--dask")
+    return value.strip()
+
+
 @main.command()
 @click.argument("trace_path", metavar="TRACE")
 @click.option("--every", type=click.IntRange(min=60), default=86400, show_default=True, metavar="SECONDS",
@@ -847,14 +868,16 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
 @click.option("--config", "preset", default=None, metavar="FILE", help="A scheduler preset (as for predict).")
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local processes for the snapshots.")
-@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
-              help="Run the snapshots on this Dask cluster (needs pip install 'jufo[dask]').")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS", callback=lambda c, p, v: _dask_address(v),
+              help="Run the snapshots on the Dask scheduler at tcp://HOST:PORT (needs pip install 'jufo[dask]').")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help=f"Give up after SECONDS (workers stopped, nothing printed): exit {EXIT_TIMEOUT}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @guarded
 @_needs_stdout
 def backtest(trace_path: str, every: int, start: int | None, stop: int | None, coverage: float, nodes: int | None,
              cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, dask_address: str | None,
-             as_json: bool) -> None:
+             timeout: float | None, as_json: bool) -> None:
     """Forecast TRACE's waiting queue every --every seconds, with a history that knows only
     what the accounting showed then, and compare with the real starts: the walltime-only
     forecast, "starts now" and the history forecast with its range."""
@@ -862,6 +885,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
 
     from .learn import backtest as bt
 
+    signals.time_limit(timeout)
     if dask_address is not None:
         try:
             import dask.distributed  # noqa: F401

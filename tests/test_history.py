@@ -7,6 +7,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -334,10 +335,58 @@ def test_backtest_on_dask_needs_the_extra():
 
     if not KTH.exists():
         pytest.skip("../shared/traces is not beside the project")
-    with LocalCluster(n_workers=1, processes=False) as cluster, Client(cluster):
+    with LocalCluster(n_workers=1, processes=False, protocol="tcp://", dashboard_address=None) as cluster, \
+            Client(cluster):
         local = cli("backtest", str(KTH), "--from", "3000000", "--to", "3300000", "--json")
         remote = cli("backtest", str(KTH), "--from", "3000000", "--to", "3300000", "--json",
                      "--dask", cluster.scheduler_address)
     a, b = json.loads(local.stdout), json.loads(remote.stdout)
     a.pop("seconds"), b.pop("seconds")
     assert a == b
+
+
+@pytest.mark.parametrize("address", ["bogus", "", "inproc://x", "tls://", "file://x", "tcp://h:99999", "h:0"])
+def test_a_malformed_dask_address_is_exit_2_naming_the_flag(address):
+    """Validated before Dask is imported: the message is the same with or without the extra."""
+    result = cli("backtest", str(KTH), "--dask", address)
+    assert result.exit_code == 2 and "--dask" in result.stderr and "tcp://HOST:PORT" in result.stderr
+
+
+def test_a_dask_address_where_nothing_or_something_else_answers_is_exit_2_at_once():
+    """A closed port: at once; a server that never speaks first (a web server): within the
+    connect timeout, not the 900 s an auditor waited. Probed before Dask is asked."""
+    import socket
+    import threading
+
+    from jufo.learn import backtest as bt
+
+    pytest.importorskip("dask.distributed", reason="the optional Dask extra is not installed")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    result = cli("backtest", str(KTH), "--dask", f"tcp://127.0.0.1:{port}")
+    assert result.exit_code == 2 and "no Dask scheduler there" in result.stderr, result.stderr
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        held: list = []  # the accepted connection stays open, silent
+        threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+        old, bt.DASK_CONNECT = bt.DASK_CONNECT, 1
+        try:
+            began = time.perf_counter()
+            result = cli("backtest", str(KTH), "--dask", f"127.0.0.1:{silent.getsockname()[1]}")
+        finally:
+            bt.DASK_CONNECT = old
+    assert result.exit_code == 2 and "nothing answered within 1 s" in result.stderr, result.stderr
+    assert time.perf_counter() - began < 10
+
+
+def test_backtest_timeout_stops_the_worker_processes(tmp_path):
+    if not KTH.exists():
+        pytest.skip("../shared/traces is not beside the project")
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "jufo", "backtest", str(KTH), "--every", "3600", "-j", "2",
+                           "--timeout", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 124 and "passed its --timeout" in done.stderr, done.stderr[-300:]
+    assert time.perf_counter() - began < 20
+    assert done.stdout == ""

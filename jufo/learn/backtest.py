@@ -146,6 +146,7 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
 
 
 MAX_SNAPSHOTS = 100_000  # a daily backtest of 270 years; beyond, --every or --from/--to must narrow it
+DASK_CONNECT = 10  # seconds to reach a Dask scheduler (a closed port, or a web server that never answers)
 
 
 def times(trace, every: int, start: int | None, stop: int | None) -> list[int]:
@@ -174,6 +175,30 @@ def times(trace, every: int, start: int | None, stop: int | None) -> list[int]:
     return out
 
 
+def _probe_dask(address: str) -> None:
+    """A plain-TCP Dask scheduler speaks first: its handshake arrives as soon as one connects.
+    Anything else at the address (a web server waits for a request) would hold Dask's own
+    connect for ever, so refuse it here: InputError (exit 2) unless the first bytes come within
+    ``DASK_CONNECT`` seconds. (``tls://`` and websockets are left to Dask.)"""
+    import socket
+
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return
+    host, _, port = rest.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=DASK_CONNECT) as conn:
+            conn.settimeout(DASK_CONNECT)
+            if conn.recv(1):
+                return
+            why = "it closed the connection without a word"
+    except TimeoutError:
+        why = f"nothing answered within {DASK_CONNECT} s"
+    except OSError as err:
+        why = err.strerror or str(err)
+    raise InputError("--dask", None, address, f"no Dask scheduler there: {why}")
+
+
 def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> list[list[Raw]]:
     """Phase 1 for every snapshot, in ``ats`` order, on one process, ``workers`` processes
@@ -181,7 +206,13 @@ def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str |
     if dask is not None:
         from dask.distributed import Client  # optional: pip install 'jufo[dask]'
 
-        with Client(dask) as client:
+        _probe_dask(dask)
+        try:
+            client = Client(dask, timeout=DASK_CONNECT, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as err:  # refused, unreachable, not a Dask scheduler
+            raise InputError("--dask", None, dask, f"no Dask scheduler answered there within {DASK_CONNECT} s "
+                             f"({type(err).__name__}: {str(err)[:200]})") from None
+        with client:
             futures = client.map(snapshot_forecasts, [settings] * len(ats), ats, pure=True)
             return client.gather(futures)
     if workers <= 1:
@@ -191,13 +222,20 @@ def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str |
             if progress:
                 progress(i + 1, len(ats))
         return out
-    with ProcessPoolExecutor(workers) as pool:
+    pool = ProcessPoolExecutor(workers)
+    try:
         out = []
         for i, result in enumerate(pool.map(snapshot_forecasts, [settings] * len(ats), ats, chunksize=1)):
             out.append(result)
             if progress:
                 progress(i + 1, len(ats))
+        pool.shutdown()
         return out
+    except BaseException:  # a --timeout, SIGTERM or Ctrl-C: stop the workers now, not after their snapshots
+        for process in list((pool._processes or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
 
 
 @dataclass
