@@ -106,7 +106,8 @@ def guarded(command):
             raise
         except Exception as err:  # noqa: BLE001 - the last line of defence
             sqlite = sys.modules.get("sqlite3")  # imported only where a history is used
-            if sqlite is not None and isinstance(err, sqlite.DatabaseError):
+            # (SQLite does not check UTF-8: a flipped byte in a text surfaces as a decode error)
+            if sqlite is not None and isinstance(err, (sqlite.DatabaseError, UnicodeDecodeError)):
                 _fail(f"error: the history file is damaged or not jufo's ({err}); it was not changed. "
                       "Check it with: sqlite3 FILE 'PRAGMA integrity_check'", EXIT_BAD_INPUT)
             # CPython 3.11 reports a failed allocation of a new frame's stack as SystemError

@@ -209,3 +209,19 @@ def test_a_system_time_too_late_to_write_back_is_exit_2(tmp_path):
 def test_absurd_node_extras_are_warnings_naming_the_key(tmp_path, key, value):
     result, out, _ = run(tmp_path, snapshot({"a": waiting(1, 60)}, nodes={"n1": {"ncores": 4, key: value}}))
     assert result.exit_code == 0 and f"node n1: {key}=" in result.stderr and "internal error" not in result.stderr
+
+
+def test_numbers_of_thousands_of_digits_in_traces_are_exit_2_or_read_as_names(tmp_path):
+    """Found by the history fuzzer: Python refuses int() of more than 4,300 digits, which broke
+    a MaxProcs header (exit 1) and a sacct JobID (backtest, exit 1)."""
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: " + "9" * 5000 + "\n1 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    result = CliRunner().invoke(main, ["history", "import", str(trace), "--history", str(tmp_path / "h.db")])
+    assert result.exit_code == 2 and "MaxProcs" in result.output and "beyond any machine" in result.output
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|User|Group|Account|Partition|QOS|NNodes|NCPUS|Timelimit|Submit|Start|End|State\n"
+                     + "9" * 5000 + "|u|g|a|p|normal|1|4|00:10:00|2026-11-25T10:00:00|2026-11-25T10:01:00|"
+                     "2026-11-25T10:05:00|COMPLETED\n"
+                     "2|u|g|a|p|normal|1|4|00:10:00|2026-11-25T10:00:30|2026-11-25T10:05:00|2026-11-25T10:09:00|COMPLETED\n")
+    result = CliRunner().invoke(main, ["backtest", str(sacct), "--every", "60", "--nodes", "1", "--cores", "4"])
+    assert result.exit_code in (0, 2) and "internal error" not in result.output, result.output

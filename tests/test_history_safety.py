@@ -193,6 +193,35 @@ def test_a_damaged_history_is_exit_2_and_left_alone(tmp_path, history):
     assert history.read_bytes() == damaged
 
 
+@pytest.mark.parametrize("tamper", [
+    "UPDATE jobs SET state = 'bogus' WHERE rowid = 1",          # a state jufo never writes
+    "UPDATE jobs SET submit = 'soon' WHERE rowid = 1",          # a text where a date belongs
+    "UPDATE jobs SET start = 1e308 WHERE rowid = 1",             # a REAL beyond any date
+    "UPDATE jobs SET nodes = -5 WHERE rowid = 1",
+    "UPDATE jobs SET user = x'ff00' WHERE rowid = 1",           # a blob where a name belongs
+    "ALTER TABLE meta RENAME COLUMN value TO valve",            # the schema itself
+])
+def test_type_confused_or_renamed_contents_are_exit_2_and_left_alone(tmp_path, history, tamper):
+    """Issue 34, item 6, as the history fuzzer found it: such rows passed SQLite's own checks
+    and crashed history show (exit 1) or let import's WAL switch write to the file first."""
+    db = sqlite3.connect(history, isolation_level=None)
+    db.execute(tamper)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    before = history.read_bytes()
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: 4\n900001 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    for args in (["history", "show", "--history", str(history), "--json"],
+                 ["history", "import", str(trace), "--history", str(history)],
+                 ["predict", str(system_snapshot(tmp_path, "b.xml", system_time="01/10/12-13:00:00")),
+                  "--history", str(history), "-o", str(tmp_path / "x.xml")]):
+        done = cli(*args)
+        assert done.exit_code == 2, (args, done.output)
+        assert "damaged" in done.stderr and "not changed" in done.stderr, done.stderr
+        assert history.read_bytes() == before
+    assert not (tmp_path / "x.xml").exists()
+
+
 # -- 8. backtest: nothing to backtest, or too many snapshots ------------------------------------
 @pytest.mark.parametrize("text", ["", "; only a header\n", "1 0 0 -1 -1 -1 -1 -1 -1 -1 1 1 1 -1 1 -1 -1 -1\n"])
 def test_a_trace_without_usable_jobs_is_exit_2(tmp_path, text):

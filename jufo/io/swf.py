@@ -72,7 +72,7 @@ class Trace:
     def max_procs(self) -> int | None:
         for key in ("MaxProcs", "MaxNodes"):
             value = self.header.get(key, "").split()
-            if value and value[0].lstrip("-").isdigit() and int(value[0]) > 0:
+            if value and _plain(value[0]) and int(value[0]) > 0:
                 return int(value[0])
         return None
 
@@ -84,6 +84,16 @@ class Trace:
 
 
 _HEADER = re.compile(r";\s*(\w+):\s*(.*)")
+
+
+def _plain(text: str) -> bool:
+    """A job number or header count written in at most 18 ASCII digits (``int`` of it is cheap
+    and exact; '²' and 5,000-digit strings are not numbers here).
+
+    >>> _plain("8786"), _plain("²"), _plain("9" * 19), _plain("-1")
+    (True, False, False, False)
+    """
+    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
 
 
 def _lines(fh, path: str, limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, str]]:
@@ -175,6 +185,10 @@ def read(path: str) -> Trace:
                     trace.unusable += 1
                     continue
                 trace.jobs.append(TraceJob(number, submit, max(wait, 0), run, procs, req_time, user, group, queue))
+        for key in ("MaxProcs", "MaxNodes"):
+            size = trace.header.get(key, "").split()
+            if size and size[0].isdigit() and (not _plain(size[0]) or int(size[0]) > MAX_COUNT):
+                raise InputError(path, key, size[0][:40], f"more than {MAX_COUNT:,}: beyond any machine")
         start = trace.header.get("UnixStartTime", "0").split()
         if start and start[0].isdigit() and (len(start[0]) > 12 or int(start[0]) > LATEST_EPOCH):
             raise InputError(path, "UnixStartTime", start[0][:40], "after the year 9000")
@@ -197,10 +211,10 @@ def trace_of_records(records, source: str) -> Trace:
     zero = min(r.submit for r in usable)
     trace.header["UnixStartTime"] = str(zero)
     ids: dict[str, dict[str, int]] = {"user": {}, "group": {}, "queue": {}}
-    numbers = [int(r.id) for r in usable if r.id.isdigit()]
+    numbers = [int(r.id) for r in usable if _plain(r.id)]
     taken, nxt = set(), max(numbers, default=0) + 1
     for rec in sorted(usable, key=lambda r: (r.submit, r.id)):
-        number = int(rec.id) if rec.id.isdigit() and int(rec.id) not in taken else None
+        number = int(rec.id) if _plain(rec.id) and int(rec.id) not in taken else None
         if number is None:
             number, nxt = nxt, nxt + 1
         taken.add(number)
