@@ -5,7 +5,6 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from lxml import etree
 
 from conftest import SAMPLES, predictions, running, snapshot, waiting
 from jufo.cli import main

@@ -4,7 +4,6 @@ lab's capture."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from click.testing import CliRunner
