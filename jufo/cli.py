@@ -873,12 +873,15 @@ def _dask_address(value: str | None) -> str | None:
               help="Run the snapshots on the Dask scheduler at tcp://HOST:PORT (needs pip install 'jufo[dask]').")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help=f"Give up after SECONDS (workers stopped, nothing printed): exit {EXIT_TIMEOUT}.")
+@click.option("--at-submit", is_flag=True, help="A snapshot at each job's submit time (in --from/--to) instead of "
+              "every --every seconds, scoring only that job: the what-if answer ('if I submit this now') "
+              "against its real start.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @guarded
 @_needs_stdout
 def backtest(trace_path: str, every: int, start: int | None, stop: int | None, coverage: float, nodes: int | None,
              cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, dask_address: str | None,
-             timeout: float | None, as_json: bool) -> None:
+             timeout: float | None, at_submit: bool, as_json: bool) -> None:
     """Forecast TRACE's waiting queue every --every seconds, with a history that knows only
     what the accounting showed then, and compare with the real starts: the walltime-only
     forecast, "starts now" and the history forecast with its range."""
@@ -897,14 +900,16 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())))
     bar = progress_bar("backtest, {done:,} of {total:,} snapshots simulated")
     began = time.perf_counter()
-    summary, _ = bt.backtest(run, every, start, stop, coverage, workers, dask_address, bar)
+    summary, _ = bt.backtest(run, every, start, stop, coverage, workers, dask_address, bar, at_submit)
     if bar:
         bar.done()
     if as_json:
-        click.echo(json_text("backtest", {"trace": trace_path, "every": every, "coverage": coverage,
+        when = {"at_submit": True} if at_submit else {"every": every}
+        click.echo(json_text("backtest", {"trace": trace_path, **when, "coverage": coverage,
                                           **asdict(summary), "seconds": round(time.perf_counter() - began, 3)}))
         return
-    click.echo(bt.table(summary, f"{Path(trace_path).name}: a snapshot every {every:,} s, {coverage:.0%} ranges"))
+    when = "a snapshot at each submit, its job scored" if at_submit else f"a snapshot every {every:,} s"
+    click.echo(bt.table(summary, f"{Path(trace_path).name}: {when}, {coverage:.0%} ranges"))
 
 
 def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dict[str, str]:

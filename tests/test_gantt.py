@@ -256,16 +256,27 @@ def test_bad_output_name(predicted, tmp_path):
     assert bad.exit_code == 2 and ".svg, .html or .png" in bad.stderr
 
 
+CHROMIUM = "/usr/bin/chromium"  # Debian's package (.ci/run installs it where it runs as root)
+
+
 def test_in_a_real_browser(predicted, tmp_path):
-    """Filter, highlight and zoom in chromium (skipped where Playwright or its browser is missing)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    """Filter, highlight and zoom in chromium: Debian's, or else Playwright's own download
+    (skipped, saying why, where Playwright or both browsers are missing)."""
+    import os
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install "
+                                   "'jufo[browser]')")
     page_file = tmp_path / "c.html"
     draw(predicted, page_file)
     with sync_api.sync_playwright() as p:
         try:
-            browser = p.chromium.launch()
-        except Exception as err:  # the browser download needs network access
-            pytest.skip(f"chromium cannot be launched here: {str(err).splitlines()[0]}")
+            if os.access(CHROMIUM, os.X_OK):
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            else:
+                browser = p.chromium.launch()
+        except Exception as err:  # no Debian chromium, and Playwright's download needs the network
+            pytest.skip(f"chromium cannot be launched here ({CHROMIUM} missing): {str(err).splitlines()[0]}")
         page = browser.new_page()
         page.goto(page_file.as_uri())
         total = page.locator("#plot g[data-id]").count()
@@ -280,3 +291,41 @@ def test_in_a_real_browser(predicted, tmp_path):
         page.select_option("#highlight", user)
         assert page.locator("#plot g.hl").count() >= 1
         browser.close()
+
+
+LLVIEW2 = Path(__file__).resolve().parent.parent / "sample_lml" / "llview2"
+
+
+def test_a_pending_array_is_drawn_over_its_tasks_nodes_with_their_starts(tmp_path):
+    """LLview 2's sample holds 1100_[2-5%2]: its record got dates but no nodes, so no shape.
+    It now carries the nodes its tasks are planned on (jufo_nodelist) and is drawn from the
+    first start to the last end, the runs of tasks in its tooltip."""
+    out = tmp_path / "p.xml"
+    files = [str(LLVIEW2 / f) for f in ("jobs_LML.xml", "nodes_LML.xml", "sysinfo_LML.xml", "reservation_LML.xml",
+                                        "classes_LML.xml")]
+    assert CliRunner().invoke(main, ["predict", *files, "-o", str(out), "-q"]).exit_code == 0
+    record = next(o.data for o in lml.read(str(out)).of_type("job") if o.data.get("ArrayTaskId") == "2-5%2")
+    assert record["jufo_nodelist"] and record["jufo_ranges"] and record["jufo_array_starts"].count("=") == 2
+    root = draw(out, tmp_path / "c.svg")
+    drawn = shapes(root)
+    array = next(g for g in drawn.values() if "1100_[2-5%2]" in "".join(g.itertext()))
+    assert rects(array) and "array tasks start: 2-3=" in "".join(array.itertext())
+
+
+def test_png_names_the_jobs_that_have_room():
+    """A PNG has no tooltips: each job's id is written into its shape where it fits."""
+
+    class Axes:
+        def __init__(self):
+            self.written = []
+
+        def text(self, x, y, s, **kw):
+            self.written.append(s.strip())
+
+    shapes_ = [gantt.Shape("j1", "predicted", 0, 3600, [(0.0, 4.0)], "u", "q", "1001 (name)\nmore", "#000"),
+               gantt.Shape("j2", "predicted", 0, 10, [(4.0, 5.0)], "u", "q", "1002\nmore", "#000"),  # too narrow
+               gantt.Shape("r", "reservation", 0, 3600, [(5.0, 6.0)], "", "", "maint", "#999")]
+    chart = gantt.Chart(shapes_, 6, [], [], "nodes", 0, 3600, 0, "", "", "")
+    ax = Axes()
+    gantt._png_labels(ax, chart, gantt._Frame(chart, gantt.PNG_PLOT_HEIGHT, hoverable=False))
+    assert ax.written == ["1001"]

@@ -115,3 +115,38 @@ def test_a_history_is_read_never_changed(tmp_path):
     rows = answers(str(src), "-N", "1", "-t", "10", "--history", str(history))
     assert rows[0]["start"] is not None and rows[0]["start_wall"] is not None
     assert dump(history) == before
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "traces").exists(), reason="../shared/traces is not beside the project")
+def test_backtest_at_submit_gives_whatifs_own_answer(tmp_path):
+    """``backtest --at-submit`` scores, at each job's submit, the forecast of that job: the same
+    answer ``jufo whatif`` gives for the job's request on the snapshot without it."""
+    from lxml import etree
+
+    from jufo.io.dates import parse_date
+    from jufo.learn import backtest as bt
+
+    kth = ROOT.parent / "shared" / "traces" / "KTH-SP2-1996-2-filtered-sc15.swf.gz"
+    summary, forecasts = bt.backtest(bt.Settings(str(kth)), 86400, 3_000_000, 3_060_000, at_submit=True)
+    assert summary.forecasts == len(forecasts) > 20
+    trace = bt._load(bt.Settings(str(kth)))[0]
+    submits = [f.raw.submit for f in forecasts]
+    checked = 0
+    for f in forecasts[::4]:
+        if submits.count(f.raw.submit) > 1:
+            continue  # two jobs in one second: the order between them is the ids', not the request's
+        at = f.raw.submit - trace.epoch
+        snap = tmp_path / "s.xml"
+        assert run("swf2lml", str(kth), "--at", str(at), "-o", str(snap), "-q").exit_code == 0
+        root = etree.parse(str(snap)).getroot()
+        job = next(d for d in root.iter("{*}info") if d.get("oid") == f"j{f.raw.job}")
+        data = {d.get("key"): d.get("value") for d in job}
+        for el in [o for o in root.iter("{*}object", "{*}info") if f"j{f.raw.job}" in (o.get("id"), o.get("oid"))]:
+            el.getparent().remove(el)
+        snap.write_bytes(etree.tostring(root, xml_declaration=True, encoding="UTF-8"))
+        wall = int(data["wall"])
+        got = answers(str(snap), "-n", data["totalcores"], "-t", f"{wall // 3600}:{wall % 3600 // 60:02}:{wall % 60:02}",
+                      "--user", data["owner"], "-p", data["queue"])
+        assert parse_date(got[0]["start_wall"])[0] == f.raw.wall, (f.raw.job, got[0])
+        checked += 1
+    assert checked >= 4

@@ -179,9 +179,12 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
         return write(epoch + seconds)
 
     out: dict[str, list[tuple[str, str]]] = jobsets.aggregate(snap.jobs, when)
+    held: dict[str, Any] = {}  # each array record: the resources its tasks are planned on, together
     for job in snap.jobs:  # (dates without a call of ours each: 57,000 on KTH)
-        if job.parent is not None:
-            continue  # an array task: written onto its array record
+        if job.parent is not None:  # an array task: written onto its array record
+            if job.start is not None and job.resources is not None:
+                held[job.parent] = _together(held.get(job.parent), job.resources, machine)
+            continue
         pairs: list[tuple[str, str]] = []
         if job.start is not None or job.running:
             if not job.running:
@@ -191,7 +194,18 @@ def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:
         elif job.reason:
             pairs.append(("jufo_reason", job.reason))
         out[job.id] = pairs
+    for parent, resources in held.items():  # so the record can be drawn and its nodes listed
+        out[parent].extend(resource_pairs(resources, machine))
     return out
+
+
+def _together(a: Any, b: Any, machine: Machine) -> Any:
+    """Two tasks' resources as one: the union of node sets, the larger of two core counts."""
+    if a is None:
+        return b
+    if isinstance(a, NodeCores):
+        return a.union(b, machine.shape)
+    return max(a, b)
 
 
 def placement_pairs(job: Job, machine: Machine) -> list[tuple[str, str]]:

@@ -175,6 +175,22 @@ def times(trace, every: int, start: int | None, stop: int | None) -> list[int]:
     return out
 
 
+def submit_times(trace, start: int | None, stop: int | None) -> list[int]:
+    """The distinct submit times from ``start`` to ``stop`` (default: the whole trace), for a
+    backtest that asks at each job's submit what would happen to it (``at_submit``).
+    InputError for none, or more than ``MAX_SNAPSHOTS``."""
+    if not trace.jobs:
+        raise InputError("trace", None, None, f"no usable job ({trace.unusable:,} lines without a run time or size)")
+    out = sorted({j.submit for j in trace.jobs if (start is None or j.submit >= start)
+                  and (stop is None or j.submit <= stop)})
+    if not out:
+        raise InputError("trace", "--from", str(start), f"no job submitted from {start} to {stop} s")
+    if len(out) > MAX_SNAPSHOTS:
+        raise InputError("trace", "--at-submit", None, f"{len(out):,} submit times, more than {MAX_SNAPSHOTS:,}: "
+                         "narrow --from/--to")
+    return out
+
+
 def _probe_dask(address: str) -> None:
     """A plain-TCP Dask scheduler speaks first: its handshake arrives as soon as one connects.
     Anything else at the address (a web server waits for a request) would hold Dask's own
@@ -351,12 +367,19 @@ def summarize(forecasts: list[Forecast], snapshots: int) -> Summary:
 
 def backtest(settings: Settings, every: int, start: int | None = None, stop: int | None = None,
              coverage: float = DEFAULT_COVERAGE, workers: int = 1, dask: str | None = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[Summary, list[Forecast]]:
-    """The whole protocol: phase 1 on the chosen engine, phase 2, figures."""
+             progress: Callable[[int, int], None] | None = None,
+             at_submit: bool = False) -> tuple[Summary, list[Forecast]]:
+    """The whole protocol: phase 1 on the chosen engine, phase 2, figures. With
+    ``at_submit``, a snapshot at each submit time instead of every ``every`` seconds, and only
+    the jobs submitted at that second are scored: the what-if question ("if I submit this now,
+    when does it start?") asked of every job, as ``jufo whatif`` answers it (the ranges still
+    learn from every waiting job's forecast)."""
     trace = _load(settings)[0]
-    ats = times(trace, every, start, stop)
+    ats = submit_times(trace, start, stop) if at_submit else times(trace, every, start, stop)
     raw = run_phase1(settings, ats, workers, dask, progress)
     forecasts = calibrate(raw, coverage, settings.keep_days)
+    if at_submit:
+        forecasts = [f for f in forecasts if f.raw.submit == f.raw.made]
     return summarize(forecasts, len(ats)), forecasts
 
 

@@ -201,6 +201,8 @@ def _tip(b: Bar, hosts: str) -> str:
     lines = [f"{b.name}" + (f" ({b.jobname})" if b.jobname and b.jobname != b.name else ""),
              f"user {b.owner or '?'} · queue {b.queue or '?'} · {size}" + (f" · {hosts}" if hosts else ""),
              f"{format_date(b.start, DATE)} – {format_date(b.end, DATE)} ({duration(b.end - b.start)})", why]
+    if b.tasks:  # an array record: drawn over all its tasks' nodes, from the first start to the last end
+        lines.append("array tasks start: " + _cut(b.tasks.replace(";", ", "), 120))
     return "\n".join(lines)
 
 
@@ -491,6 +493,7 @@ def png(chart: Chart) -> bytes:
                 faces.append(KIND_COLOURS[kind] if thin else s.colour)
         if polys:
             ax.add_collection(PolyCollection(polys, facecolors=faces, **style[kind]))
+    _png_labels(ax, chart, f)
     ax.axvline(chart.now, color="red", linestyle="--", linewidth=1.2)
     ax.annotate(f" now {format_date(chart.now, DATE)}", (chart.now, 0), xytext=(2, -2), textcoords="offset points",
                 ha="left", va="top", color="red", fontsize=8, backgroundcolor="#ffffffc0")
@@ -519,6 +522,27 @@ def png(chart: Chart) -> bytes:
     fig.savefig(buf, format="png", metadata={"Software": None})  # no version: same bytes
     plt.close(fig)
     return buf.getvalue()
+
+
+PNG_LABELS = 400  # at most this many job ids written into a PNG (the widest shapes first)
+
+
+def _png_labels(ax, chart: Chart, f: _Frame) -> None:
+    """Each job's id inside its shape where the shape's largest span has room for it (a PNG has
+    no tooltips: without them a reader could not tell the jobs apart)."""
+    per_second = WIDTH / max(chart.t1 - chart.t0, 1)
+    room = []
+    for s in chart.shapes:
+        if s.kind == "reservation" or not s.spans:
+            continue
+        a, b = max(s.spans, key=lambda span: span[1] - span[0])
+        name = s.tip.split("\n", 1)[0].split(" (", 1)[0]
+        wide, high = (s.end - max(s.start, chart.t0)) * per_second, (b - a) * f.row
+        if high >= 9 and wide >= 7 * len(name) + 4:
+            room.append((wide * high, s, a, b, name))
+    for _, s, a, b, name in sorted(room, key=lambda r: (-r[0], r[1].key))[:PNG_LABELS]:
+        ax.text(max(s.start, chart.t0), (a + b) / 2, f" {name}", fontsize=7, va="center", ha="left",
+                color="#111", clip_on=True)
 
 
 def render(doc: Document, output: str, title: str, by: str = "auto", tz: str = "local") -> bytes:

@@ -36,6 +36,7 @@ class Bar:
     low: int | None = None  # with a history: the range of the start
     high: int | None = None
     predicted: bool = False  # jufo wrote something for it (a start or a reason)
+    tasks: str = ""  # a pending array: its runs of tasks with one start (``jufo_array_starts``)
 
 
 def _date(text: str | None) -> int | None:
@@ -90,7 +91,7 @@ def bars(doc: Document, placement: bool = True) -> list[Bar]:
                        d.get("jufo_backfilled") == "1", d.get("jufo_reason"), groups, cores,
                        None if running else _date(d.get("starttime")), d.get("name", ""), hosts,
                        _date(d.get("jufo_starttime_lo")), _date(d.get("jufo_starttime_hi")),
-                       "jufo_starttime" in d or "jufo_reason" in d))
+                       "jufo_starttime" in d or "jufo_reason" in d, d.get("jufo_array_starts", "")))
     return out
 
 
