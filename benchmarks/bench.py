@@ -259,7 +259,7 @@ def bench_trace_command(name: str, args: list[str], repeat: int) -> dict:
 HPC2N = os.path.join(TRACES, "HPC2N-2002-2.1-cln.swf.gz")
 TRACE_COMMANDS = {
     "hpc2n-import": ["history", "import", HPC2N, "--history", "{tmp}.db"],
-    "kth-backtest": ["backtest", KTH, "-j", "2", "--json"],
+    "kth-backtest": ["backtest", KTH, "-P", "2", "--json"],
     # conservative backfilling, real run times (compression at every early end) against exact ones
     "kth-conservative-real": ["replay", KTH, "--set", "maxtopdogs=all", "-q", "--json"],
     "kth-conservative-exact": ["replay", KTH, "--set", "maxtopdogs=all", "--exact", "-q", "--json"],

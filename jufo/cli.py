@@ -195,8 +195,15 @@ JSON_SCHEMA = "jufo.v1"  # the version of schemas/jufo-json.schema.json every --
 
 
 def json_text(command: str, payload: dict) -> str:
-    """One command's JSON: the schema version and the command first, keys sorted."""
-    return json.dumps({"schema": JSON_SCHEMA, "command": command, **payload}, sort_keys=True, default=list)
+    """One command's JSON: the schema version and the command first, then the keys sorted.
+
+    >>> json_text("validate", {"valid": True, "input": ["a"]})
+    '{"schema": "jufo.v1", "command": "validate", "input": ["a"], "valid": true}'
+    """
+    head = json.dumps({"schema": JSON_SCHEMA, "command": command})
+    rest = json.dumps({k: v for k, v in payload.items() if k not in ("schema", "command")}, sort_keys=True,
+                      default=list)
+    return head if rest == "{}" else f"{head[:-1]}, {rest[1:]}"
 
 
 def preset_settings(name: str | None) -> dict[str, str]:
@@ -258,6 +265,10 @@ def _check_inputs(paths: tuple[str, ...]) -> list[str]:
         raise click.BadParameter("standard input ('-') is closed", param_hint="INPUT")
     seen: dict[tuple[int, int], str] = {}
     for path in paths:
+        if path.endswith((".swf", ".swf.gz")):
+            raise click.BadParameter(f"{path} is an SWF trace, not an LML snapshot: make one with 'jufo swf2lml "
+                                     f"{path} --at SECONDS -o snap.xml', or simulate the trace with 'jufo replay'",
+                                     param_hint="INPUT")
         try:
             st = os.stat(path) if path != "-" else None
         except OSError:
@@ -466,6 +477,24 @@ def schema_path() -> Path:
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the presets as JSON.")
+@guarded
+@_needs_stdout
+def presets(as_json: bool) -> None:
+    """The scheduler presets --config takes by name (files in configs/), each with its first
+    sentence."""
+    from .forecast import presets as shipped
+
+    found = shipped()
+    if as_json:
+        click.echo(json_text("presets", {"presets": [{"name": n, "about": a} for n, a in found]}))
+        return
+    width = max((len(n) for n, _ in found), default=4)
+    for name, about in found:
+        click.echo(f"{name:{width}}  {about}")
+
+
+@main.command()
 @_inputs
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @guarded
@@ -512,7 +541,7 @@ def validate(input_paths: tuple[str, ...], as_json: bool) -> None:
             sys.exit(EXIT_BAD_INPUT)
         return
     for warning in report.warnings:
-        click.echo(f"warning: {warning}")
+        click.echo(f"jufo: warning: {warning}")
     for problem in problems:
         click.echo(problem)
     if problems:
@@ -696,15 +725,37 @@ def _comma_list(value: str | None) -> set[str] | None:
 @click.option("-u", "--user", default=None, metavar="LIST", help="Only these users' jobs (comma list).")
 @click.option("-p", "--partition", "--queue", "partition", default=None, metavar="LIST",
               help="Only these partitions (queues; comma list).")
-@click.option("-o", "--format", "fmt", default=None, metavar="FORMAT",
+@click.option("--format", "fmt", default=None, metavar="FORMAT",
               help="Columns in squeue's style, e.g. '%i %P %u %S %e %R' (also %b: the batch system's "
                    "estimate, %r: the range, %w: the wait).")
+@click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
+              help="Write the table (or JSON) here instead of standard output. (-o with a format, "
+                   "squeue's letter, still works this release, with a warning: use --format.)")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and the summary as JSON.")
 @guarded
-@_needs_stdout
 def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, partition: str | None,
-         fmt: str | None, as_json: bool) -> None:
+         fmt: str | None, output: str, as_json: bool) -> None:
     """Waiting jobs and their predicted starts, like squeue --start (dates ISO 8601)."""
+    if "%" in output and fmt is None:  # the old meaning of -o (squeue's): a column format
+        click.echo("jufo: warning: show -o FORMAT is deprecated: -o names the output file, as in every jufo "
+                   "command; use --format FORMAT", err=True)
+        fmt, output = output, "-"
+    if output == "-":
+        _shown(predicted_paths, jobs, user, partition, fmt, as_json, None)
+    else:
+        if any(_same_file(path, output) for path in predicted_paths if path != "-"):
+            raise click.BadParameter("the output would overwrite an input file", param_hint="-o")
+        out.check_target(output)
+        _shown(predicted_paths, jobs, user, partition, fmt, as_json, output)
+
+
+@_needs_stdout
+def _to_stdout(text: str) -> None:
+    click.echo(text)
+
+
+def _shown(predicted_paths, jobs, user, partition, fmt, as_json, output: str | None) -> None:
+    """``show``'s work: the table or JSON, to standard output or (all or nothing) to ``output``."""
     from .views import show as views
 
     paths = _check_inputs(predicted_paths)
@@ -717,12 +768,13 @@ def show(predicted_paths: tuple[str, ...], jobs: str | None, user: str | None, p
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--format") from None
     try:
-        if as_json:
-            click.echo(json_text("show", views.show_json(doc, selection)))
-        else:
-            click.echo(views.show_table(doc, selection, fmt))
+        text = json_text("show", views.show_json(doc, selection)) if as_json else views.show_table(doc, selection, fmt)
     except ValueError as err:
         raise InputError(predicted_path, "jufo_starttime", None, f"{err}; run jufo predict first") from None
+    if output is None:
+        _to_stdout(text)
+    else:
+        out.write(output, (text + "\n").encode())
 
 
 @main.command()
@@ -770,8 +822,12 @@ def _history_option(f):
               help="SWF: cores per node, as given to swf2lml.")
 @guarded
 def history_import(source: str, history_path: str, until: str | None, kind: str, cores: int) -> None:
-    """Load accounting into the history: an SWF trace, or Slurm's
-    `sacct --parsable2 --allusers --format=JobID,User,Group,Account,Partition,QOS,NNodes,NCPUS,Timelimit,Submit,Start,End,State`."""
+    """Load accounting into the history: an SWF trace, or the output of Slurm's
+
+    \b
+      sacct --parsable2 --allusers \\
+        --format=JobID,User,Group,Account,Partition,QOS,NNodes,NCPUS,Timelimit,Submit,Start,End,State
+    """
     from .io import accounting
     from .io import swf
     from .io.dates import parse_date
@@ -867,10 +923,12 @@ def _dask_address(value: str | None) -> str | None:
 @click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
 @_settings_option
 @click.option("--config", "preset", default=None, metavar="FILE", help="A scheduler preset (as for predict).")
-@click.option("-j", "--jobs", "workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Local processes for the snapshots.")
+@click.option("-P", "--processes", "workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local processes for the snapshots (at most the machine's cores are used).")
+@click.option("-j", "--jobs", "old_workers", type=click.IntRange(min=1), default=None, hidden=True,
+              help="Deprecated: --processes (-j names job ids, as in show and squeue).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS", callback=lambda c, p, v: _dask_address(v),
-              help="Run the snapshots on the Dask scheduler at tcp://HOST:PORT (needs pip install 'jufo[dask]').")
+              help="Run the snapshots on the Dask scheduler at tcp://HOST:PORT (needs .venv/bin/pip install -e '.[dask]' in jufo's folder).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help=f"Give up after SECONDS (workers stopped, nothing printed): exit {EXIT_TIMEOUT}.")
 @click.option("--at-submit", is_flag=True, help="A snapshot at each job's submit time (in --from/--to) instead of "
@@ -880,8 +938,8 @@ def _dask_address(value: str | None) -> str | None:
 @guarded
 @_needs_stdout
 def backtest(trace_path: str, every: int, start: int | None, stop: int | None, coverage: float, nodes: int | None,
-             cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, dask_address: str | None,
-             timeout: float | None, at_submit: bool, as_json: bool) -> None:
+             cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, old_workers: int | None,
+             dask_address: str | None, timeout: float | None, at_submit: bool, as_json: bool) -> None:
     """Forecast TRACE's waiting queue every --every seconds, with a history that knows only
     what the accounting showed then, and compare with the real starts: the walltime-only
     forecast, "starts now" and the history forecast with its range."""
@@ -890,11 +948,15 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     from .learn import backtest as bt
 
     signals.time_limit(timeout)
+    if old_workers is not None:
+        click.echo("jufo: warning: backtest -j/--jobs is deprecated: use -P/--processes (-j names job ids, as in "
+                   "show and squeue)", err=True)
+        workers = old_workers
     if dask_address is not None:
         try:
             import dask.distributed  # noqa: F401
         except ImportError:
-            raise click.UsageError("--dask needs the optional Dask extra: pip install 'jufo[dask]'") from None
+            raise click.UsageError("--dask needs the optional Dask extra: .venv/bin/pip install -e '.[dask]' in jufo's folder") from None
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
     workers = min(workers, os.cpu_count() or 1)  # more processes than cores only cost memory
     run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())))
@@ -904,8 +966,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     if bar:
         bar.done()
     if as_json:
-        when = {"at_submit": True} if at_submit else {"every": every}
-        click.echo(json_text("backtest", {"trace": trace_path, **when, "coverage": coverage,
+        click.echo(json_text("backtest", {"trace": trace_path, "every": every, "at_submit": at_submit, "coverage": coverage,
                                           **asdict(summary), "seconds": round(time.perf_counter() - began, 3)}))
         return
     when = "a snapshot at each submit, its job scored" if at_submit else f"a snapshot every {every:,} s"

@@ -42,7 +42,9 @@ def load_preset(name: str) -> dict[str, str]:
             except ModuleNotFoundError:
                 found = False
             if not found:
-                raise InputError(name, "--config", name, "no such file, nor a preset of that name in configs/")
+                names = ", ".join(name for name, _ in presets())
+                raise InputError(name, "--config", name, f"no such file, nor a preset of that name (jufo presets "
+                                 f"describes them: {names})")
             path = Path(str(packaged))
     doc = read(str(path), limit=PRESET_LIMIT)
     schedulers = doc.of_type("scheduler")
@@ -53,6 +55,28 @@ def load_preset(name: str) -> dict[str, str]:
         settings.update(obj.data)
     check_keys(settings, str(path))
     return settings
+
+
+def presets() -> list[tuple[str, str]]:
+    """Each shipped preset's name and the first sentence of its comment, by name."""
+    import re
+    from importlib import resources
+    from pathlib import Path
+
+    local = Path(__file__).resolve().parent.parent / "configs"
+    try:
+        folder = local if local.is_dir() else resources.files("jufo.configs")
+        files = [f for f in folder.iterdir() if f.name.endswith(".xml")]
+    except (ModuleNotFoundError, OSError):
+        return []
+    out = []
+    for f in files:
+        head = f.read_text(encoding="utf-8")[:4000]
+        m = re.search(r"<!--(.*?)-->", head, re.S)
+        text = " ".join(m.group(1).split()) if m else ""
+        first = re.split(r"(?<=[.])\s", text, maxsplit=1)[0] if text else ""
+        out.append((f.name.removesuffix(".xml"), first))
+    return sorted(out)
 
 
 def predict(doc: Document, report: Report, overrides: dict[str, str] | None = None,

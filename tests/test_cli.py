@@ -5,7 +5,10 @@ import sys
 
 import pytest
 
+from click.testing import CliRunner
+
 from conftest import ROOT, SAMPLES, snapshot, waiting
+from jufo.cli import main
 
 
 def test_missing_system_time_is_exit_2_without_output(jufo):
@@ -158,3 +161,32 @@ def test_the_version_in_outputs_is_the_installed_packages():
     import jufo
 
     assert jufo.__version__ == metadata.version("jufo")
+
+
+def test_flags_mean_the_same_everywhere(tmp_path):
+    """Issue 35, item 6: -o is the output in every command (show's column format is --format;
+    -o with a format still works, with a warning); -j names job ids (backtest's processes are
+    -P, -j there still works, with a warning); a .swf given to predict points to swf2lml; a
+    wrong preset name lists the presets, which jufo presets describes."""
+    from conftest import SAMPLES
+
+    src = SAMPLES / "thesis-listing-7.2.xml"
+    out = tmp_path / "p.xml"
+    assert CliRunner().invoke(main, ["predict", str(src), "-o", str(out), "-q"]).exit_code == 0
+    old = CliRunner().invoke(main, ["show", str(out), "-o", "%i %S"])
+    assert old.exit_code == 0 and "deprecated" in old.stderr and old.stdout.split()[:2] == ["JOBID", "START_TIME"]
+    table = tmp_path / "show.txt"
+    new = CliRunner().invoke(main, ["show", str(out), "--format", "%i %S", "-o", str(table)])
+    assert new.exit_code == 0 and new.stdout == "" and table.read_text() == old.stdout
+    assert CliRunner().invoke(main, ["show", str(out), "-o", str(out)]).exit_code == 2  # never over the input
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: 4\n1 0 60 100 1 -1 -1 1 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    result = CliRunner().invoke(main, ["backtest", str(trace), "-j", "1"])
+    assert result.exit_code in (0, 2) and "use -P/--processes" in result.stderr
+    result = CliRunner().invoke(main, ["predict", str(trace), "-o", str(tmp_path / "x.xml")])
+    assert result.exit_code == 2 and "jufo swf2lml" in result.stderr
+    result = CliRunner().invoke(main, ["predict", str(src), "--config", "nosuch", "-o", str(tmp_path / "x.xml")])
+    assert result.exit_code == 2 and "juropa-moab" in result.stderr and "jufo presets" in result.stderr
+    listed = CliRunner().invoke(main, ["presets"])
+    assert listed.exit_code == 0 and any(line.startswith("juropa-moab ") for line in listed.stdout.splitlines())
+    assert CliRunner().invoke(main, ["presets", "--json"]).stdout.startswith('{"schema": "jufo.v1", "command": "presets"')

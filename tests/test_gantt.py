@@ -247,7 +247,7 @@ def test_png_without_matplotlib(predicted, tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     result = CliRunner().invoke(main, ["gantt", str(predicted), "-o", str(tmp_path / "c.png")])
-    assert result.exit_code == 2 and "pip install 'jufo[plot]'" in result.stderr
+    assert result.exit_code == 2 and "pip install -e '.[plot]'" in result.stderr  # as the README says
     assert not (tmp_path / "c.png").exists()
 
 

@@ -319,7 +319,7 @@ def test_a_backtest_snapshot_does_not_peek(tmp_path):
 @needs_traces
 def test_backtest_is_the_same_with_two_processes_and_beats_the_walltime_forecast():
     args = ["backtest", str(KTH), "--from", "3000000", "--to", "6000000", "--json"]
-    one, two = cli(*args), cli(*args, "-j", "2")
+    one, two = cli(*args), cli(*args, "-P", "2")
     assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
     a, b = json.loads(one.stdout), json.loads(two.stdout)
     a.pop("seconds"), b.pop("seconds")
@@ -385,8 +385,27 @@ def test_backtest_timeout_stops_the_worker_processes(tmp_path):
     if not KTH.exists():
         pytest.skip("../shared/traces is not beside the project")
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "jufo", "backtest", str(KTH), "--every", "3600", "-j", "2",
+    done = subprocess.run([sys.executable, "-m", "jufo", "backtest", str(KTH), "--every", "3600", "-P", "2",
                            "--timeout", "2"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 124 and "passed its --timeout" in done.stderr, done.stderr[-300:]
     assert time.perf_counter() - began < 20
     assert done.stdout == ""
+
+
+@needs_traces
+def test_history_show_on_little_data_says_what_is_not_learned_yet(tmp_path):
+    """Issue 35, item 4: 23 days of KTH once showed start windows of noise and a cap of 1 for
+    every user, and headings over empty sections. Windows need 4 weeks of starts; a cap needs a
+    user running jobs while more waited with room (waiting while running none is no cap); each
+    cap shows the hours it rests on; empty sections say what would teach them."""
+    db = tmp_path / "h.db"
+    assert cli("history", "import", str(KTH), "--history", str(db), "--until", str(23 * DAY)).exit_code == 0
+    text = cli("history", "show", "--history", str(db)).stdout
+    assert "not learned yet: windows need 4 weeks of starts" in text and "do not start" not in text
+    caps = text.split("User caps learned")[1].split("\n")[1]
+    assert " h)" in caps and "(27 users)" in caps
+    assert "not learned yet: no forecast scored against a real start" in text
+    assert "none yet: no forecast with a range has seen its job start" in text
+    longer = tmp_path / "h2.db"
+    assert cli("history", "import", str(KTH), "--history", str(longer), "--until", str(70 * DAY)).exit_code == 0
+    assert "do not start" in cli("history", "show", "--history", str(longer)).stdout

@@ -157,3 +157,19 @@ def test_replay_backtest_history(tmp_path):
     history = tmp_path / "h.db"
     assert cli("history", "import", str(trace), "--history", str(history)).exit_code == 0
     conforms(cli("history", "show", "--history", str(history), "--json").stdout, "history show")
+
+
+def test_history_show_json_dates_are_iso_and_backtest_says_how_it_sampled(tmp_path):
+    """Issue 35, item 6: history show's as_of was epoch seconds; every JSON date is ISO 8601."""
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: 4\n; UnixStartTime: 820454400\n"
+                     "1 0 60 100 1 -1 -1 1 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+                     "2 30 200 100 4 -1 -1 4 200 -1 1 2 1 -1 1 -1 -1 -1\n")
+    db = tmp_path / "h.db"
+    assert cli("history", "import", str(trace), "--history", str(db)).exit_code == 0
+    shown = conforms(cli("history", "show", "--history", str(db), "--json").stdout, "history show")
+    assert shown["as_of"] == "1996-01-01T00:05:30"
+    assert set(shown["range_coverage_so_far"]) == {"all", "by_horizon", "by_user_queue"}
+    done = cli("backtest", str(trace), "--at-submit", "--json")
+    assert done.exit_code == 0, done.output
+    assert conforms(done.stdout, "backtest")["at_submit"] is True

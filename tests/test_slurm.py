@@ -395,7 +395,9 @@ def test_batch_estimate_beside_the_prediction(tmp_path):
     shown = CliRunner().invoke(main, ["show", str(predicted)])
     line = next(l for l in shown.output.splitlines() if l.startswith("1100_[2-5%2]"))
     assert "BATCH_EST" in shown.output
-    assert line.split()[5:10] == ["2025-06-03T11:00:00", "2025-06-03T20:00:00", "1", "(null)", "2025-06-03T10:00:00"]
+    # the array's record spans its tasks: first start, last end, the nodes they are planned on
+    assert line.split()[5:10] == ["2025-06-03T11:00:00", "2025-06-03T20:00:00", "2", "jrc[0001-0002]",
+                                  "2025-06-03T10:00:00"]
     actual = tmp_path / "actual.xml"
     actual.write_bytes(lml.build([("a", "job", {"step": "1100", "state": "Running", "queuedate": "2025-06-03 07:50:00",
                                                 "starttime": "2025-06-03 10:30:00", "endtime": "2025-06-03 12:30:00"}),

@@ -17,7 +17,9 @@ def test_show_sorted_by_predicted_start(predicted):
     assert lines[0].split() == ["JOBID", "PARTITION", "NAME", "USER", "ST", "START_TIME", "END_TIME", "NODES",
                                 "SCHEDNODES", "NODELIST(REASON)"]
     assert [line.split()[0] for line in lines[1:-1]] == ["j4", "j5", "j1", "j6"]
-    assert lines[1].split()[-1] == "(Backfilled)" and lines[2].split()[-1] == "(TopDog)"
+    # reasons as squeue's: j4 starts now (backfilled), j5 holds the one reservation (maxtopdogs=1)
+    assert lines[1].split()[-1] == "(StartsNow)" and lines[2].split()[-1] == "(Resources)"
+    assert [line.split()[-1] for line in lines[3:-1]] == ["(Priority)", "(Priority)"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", lines[1].split()[5])  # ISO, whatever the input's format
     assert lines[-1].startswith("4 waiting: 4 predicted, 0 cannot start; latest start ")
 

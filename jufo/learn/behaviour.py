@@ -48,9 +48,23 @@ def _add_exposure(row: list[float], start: int, end: int) -> None:
         t = step
 
 
+MIN_WINDOW_WEEKS = 4  # starts over fewer weeks than this teach no windows: each weekday hour seen 4 times
+
+
+def start_span(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WEEKS) -> int:
+    """Seconds from the earliest start in the ``weeks`` before ``now`` to ``now`` (0: none)."""
+    lo = now - weeks * WEEK
+    first = min((r.start for r in records if r.start is not None and lo <= r.start < now), default=None)
+    return 0 if first is None else now - first
+
+
 def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WEEKS) -> set[tuple[int, int]]:
     """Closed ``(wall class, slot)`` pairs, from what started when over ``weeks`` weeks before
-    ``now`` (epoch seconds). Jobs without a start are waiting until ``now``."""
+    ``now`` (epoch seconds). Jobs without a start are waiting until ``now``. Nothing while the
+    starts span less than ``MIN_WINDOW_WEEKS`` weeks: a quiet Saturday seen twice is no habit."""
+    records = list(records)
+    if start_span(records, now, weeks) < MIN_WINDOW_WEEKS * WEEK:
+        return set()
     lo = now - weeks * WEEK
     exposure = [[0.0] * SLOTS for _ in range(CLASSES)]
     starts = [[0] * SLOTS for _ in range(CLASSES)]
@@ -116,9 +130,12 @@ class _LevelTime:
         return total
 
 
-def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days: int = CAP_DAYS) -> dict[str, int]:
+def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days: int = CAP_DAYS,
+                    evidence: dict[str, int] | None = None) -> dict[str, int]:
     """The most jobs each user ran at once while some of theirs waited and the machine had
-    room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``.
+    room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``;
+    only users with ``CAP_HOURS`` of such time. ``evidence`` (if given) gets each capped
+    user's seconds of it.
 
     A user's state (jobs running, smallest waiting job) changes only at the user's own events;
     between them, the time with room is read off the machine's level-time tree, so the sweep
@@ -189,4 +206,9 @@ def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days:
     advance(now)
     for user in list(waiting):
         settle(user)
-    return {user: max(1, best[user]) for user, s in sorted(seconds.items()) if s >= CAP_HOURS * HOUR}
+    # a user who waited with room while running nothing was held back by something else (a
+    # reservation, a dependency): that is no evidence of a cap, and no cap of 1 is made of it
+    caps = {user: best[user] for user, s in sorted(seconds.items()) if s >= CAP_HOURS * HOUR and best[user] >= 1}
+    if evidence is not None:
+        evidence.update((user, seconds[user]) for user in caps)
+    return caps

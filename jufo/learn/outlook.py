@@ -17,8 +17,8 @@ from typing import Protocol
 from ..engine import jobsets
 from ..io.accounting import JobRecord
 from ..engine.prediction import Behaviour
-from .behaviour import learn_user_caps, learn_windows
-from .calibration import DEFAULT_COVERAGE, Calibration, Scored, bucket, bucket_label
+from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
+from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
@@ -261,7 +261,8 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
     run-time accuracy per user/queue and queue, start windows, user caps, how late real
     starts came against the simulation by horizon, and how the ranges fared so far."""
     now = history.latest()
-    out: dict = {"history": history.path, "counts": history.stats(), "as_of": now}
+    out: dict = {"history": history.path, "counts": history.stats(),
+                 "as_of": None if now is None else format_date(now, "%Y-%m-%dT%H:%M:%S")}
     if now is None:
         return out
     records = history.records(now + 1)
@@ -269,8 +270,11 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
     out["runtime_by_user_queue"] = dict(sorted(by_user.items(), key=lambda kv: (-kv[1]["jobs"], kv[0]))[:top])
     out["runtime_by_queue"] = runtime_accuracy(records, lambda r: r.queue or "-")
     out["windows"] = WeeklyWindows(learn_windows(records, now + 1), now).rows()
+    out["windows_basis_days"] = round(start_span(records, now + 1) / 86400, 1)  # days of starts they rest on
     capacity = history.meta("capacity")
-    out["user_caps"] = learn_user_caps(records, now + 1, int(capacity)) if capacity else None
+    hours: dict[str, int] = {}
+    out["user_caps"] = learn_user_caps(records, now + 1, int(capacity), evidence=hours) if capacity else None
+    out["user_caps_basis_hours"] = {user: round(seconds / 3600, 1) for user, seconds in sorted(hours.items())}
     calibration = Calibration(history.scored(now + 1), coverage)
     horizons = []
     for b in sorted(calibration.groups):
@@ -281,14 +285,16 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
                          "median_ratio": band.median if band else None,
                          "range_ratio": [band.low, band.high] if band else None})
     out["lateness_by_horizon"] = horizons
-    fared: dict[str, list[bool]] = {}
+    fared: dict[str, dict[str, list[bool]]] = {"all": {}, "by_horizon": {}, "by_user_queue": {}}
     for user, queue, made, predicted, lo, hi, start in history.range_outcomes():
         inside = lo <= start <= hi
-        fared.setdefault("all", []).append(inside)
-        fared.setdefault(f"{user}/{queue}", []).append(inside)
-        fared.setdefault(bucket_label(bucket(max(0, predicted - made))), []).append(inside)
-    out["range_coverage_so_far"] = {k: {"forecasts": len(v), "in_range": sum(v) / len(v)}
-                                    for k, v in sorted(fared.items(), key=lambda kv: (kv[0] != "all", -len(kv[1]), kv[0]))[:top + 9]}
+        fared["all"].setdefault("all", []).append(inside)
+        fared["by_user_queue"].setdefault(f"{user}/{queue}", []).append(inside)
+        fared["by_horizon"].setdefault(bucket_label(bucket(max(0, predicted - made))), []).append(inside)
+    out["range_coverage_so_far"] = {
+        part: {k: {"forecasts": len(v), "in_range": sum(v) / len(v)}
+               for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]}
+        for part, groups in fared.items()}
     return out
 
 
@@ -300,29 +306,56 @@ def taught_text(info: dict) -> str:
              f"{c['forecasts']:,} forecasts"]
     if info["as_of"] is None:
         return "\n".join(lines + ["nothing learned yet: import accounting (jufo history import) or predict with --history"])
-    lines.append(f"as of {format_date(info['as_of'], '%Y-%m-%dT%H:%M:%S')}")
+    lines.append(f"as of {info['as_of']}")
     lines.append("\nRun times: each finished job predicted from the jobs ended by its submit")
-    lines.append(f"  {'user/queue':24} {'jobs':>7} {'median |error|':>15} {'bias':>10} {'within 10%':>11} {'wall: |error|':>14}")
+    if not info["runtime_by_queue"]:
+        lines.append("  not learned yet: no finished job with a wall and a run time")
+    else:
+        lines.append(f"  {'user/queue':24} {'jobs':>7} {'median |error|':>15} {'bias':>10} {'within 10%':>11} "
+                     f"{'wall: |error|':>14}")
     for title, rows in (("", info["runtime_by_user_queue"]), ("queue ", info["runtime_by_queue"])):
         for key, a in rows.items():
             lines.append(f"  {title + key:24} {a['jobs']:>7,} {a['median_abs_error']:>13,.0f} s {a['bias']:>8,.0f} s "
                          f"{a['within_10pct']:>11.0%} {a['wall_median_abs_error']:>12,.0f} s")
-    lines.append("\nStart windows learned (last 8 weeks)")
-    lines += [f"  {who} do not start {when}" for who, when in info["windows"]] or ["  none: jobs start at any hour"]
-    caps = info["user_caps"]
-    lines.append("\nUser caps learned (most jobs at once while waiting with room free, last 30 days)")
-    if caps is None:
-        lines.append("  unknown: no snapshot or trace has told the machine's size yet")
+    days = info["windows_basis_days"]
+    span = f"{days:,.1f} days" if days >= 2 else f"{days * 24:,.1f} hours"
+    lines.append(f"\nStart windows learned (last {WINDOW_WEEKS} weeks; the starts span {span})")
+    if days < MIN_WINDOW_WEEKS * 7:
+        lines.append(f"  not learned yet: windows need {MIN_WINDOW_WEEKS} weeks of starts (each weekday hour "
+                     f"seen {MIN_WINDOW_WEEKS} times); jobs start at any hour until then")
     else:
-        shown = sorted(caps.items(), key=lambda kv: (kv[1], kv[0]))[:20]
-        lines.append("  " + (", ".join(f"{u} {k}" for u, k in shown) + (" …" if len(caps) > 20 else "") if caps else "none"))
+        lines += [f"  {who} do not start {when}" for who, when in info["windows"]] or [
+            "  none: every hour saw the starts its share of waiting jobs predicts"]
+    caps = info["user_caps"]
+    lines.append(f"\nUser caps learned (most jobs at once while some waited and the machine had room, last "
+                 f"{CAP_DAYS} days; a cap needs {CAP_HOURS} h of such waiting)")
+    if caps is None:
+        lines.append("  not learned yet: no snapshot or trace has told the machine's size")
+    elif not caps:
+        lines.append("  none: no user waited that long with room free while running jobs")
+    else:
+        basis = info["user_caps_basis_hours"]
+        shown = sorted(caps.items(), key=lambda kv: (kv[1], -basis.get(kv[0], 0), kv[0]))[:20]
+        lines.append("  " + ", ".join(f"{u} {k} ({basis.get(u, 0):,.0f} h)" for u, k in shown)
+                     + (f" … ({len(caps)} users)" if len(caps) > 20 else ""))
     lines.append("\nReal starts against the simulation, by horizon: real wait ≈ ratio × (simulated wait + 10 min) − 10 min")
-    lines.append(f"  {'horizon':30} {'forecasts':>9} {'started':>8} {'median ratio':>13} {'range ratio':>16}")
+    if not info["lateness_by_horizon"]:
+        lines.append(f"  not learned yet: no forecast scored against a real start (predict --history records "
+                     f"them; a horizon needs {MIN_SCORED} before it has its own range)")
+    else:
+        lines.append(f"  {'horizon':30} {'forecasts':>9} {'started':>8} {'median ratio':>13} {'range ratio':>16}")
     for h in info["lateness_by_horizon"]:
         ratio = f"{h['median_ratio']:.2f}" if h["median_ratio"] else "-"
         rng = f"{h['range_ratio'][0]:.2f}-{h['range_ratio'][1]:.2f}" if h["range_ratio"] else "-"
-        lines.append(f"  {h['horizon']:30} {h['forecasts']:>9,} {h['started']:>8,} {ratio:>13} {rng:>16}")
+        thin = " (borrows from its neighbours)" if h["forecasts"] < MIN_SCORED else ""
+        lines.append(f"  {h['horizon']:30} {h['forecasts']:>9,} {h['started']:>8,} {ratio:>13} {rng:>16}{thin}")
     lines.append("\nRanges so far: share of started jobs whose real start fell inside")
-    for key, v in info["range_coverage_so_far"].items():
-        lines.append(f"  {key:30} {v['forecasts']:>9,} {v['in_range']:>8.0%}")
+    so_far = info["range_coverage_so_far"]
+    if not so_far["all"]:
+        lines.append("  none yet: no forecast with a range has seen its job start")
+    for part, title in (("all", ""), ("by_horizon", "by horizon"), ("by_user_queue", "by user/queue")):
+        if so_far[part] and title:
+            lines.append(f"  {title}")
+        for key, v in so_far[part].items():
+            lines.append(f"  {'  ' if title else ''}{key:28} {v['forecasts']:>9,} {v['in_range']:>8.0%}")
     return "\n".join(lines)

@@ -469,7 +469,7 @@ def png(chart: Chart) -> bytes:
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
     except ImportError:
-        raise InputError("gantt", "output", ".png", "PNG needs matplotlib: pip install 'jufo[plot]' "
+        raise InputError("gantt", "output", ".png", "PNG needs matplotlib: .venv/bin/pip install -e '.[plot]' in jufo's folder "
                          "(or write .svg or .html)") from None
     f = _Frame(chart, PNG_PLOT_HEIGHT, hoverable=False)
     width, height = f.total_width + 40, f.total_height + 40  # pixels; margins fixed: no second draw to fit

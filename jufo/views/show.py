@@ -37,6 +37,7 @@ class Bar:
     high: int | None = None
     predicted: bool = False  # jufo wrote something for it (a start or a reason)
     tasks: str = ""  # a pending array: its runs of tasks with one start (``jufo_array_starts``)
+    why: str = ""  # ``show``'s reason, as squeue names them (``slurm_reasons``)
 
 
 def _date(text: str | None) -> int | None:
@@ -145,7 +146,44 @@ def waiting_rows(doc: Document, selection: Selection | None = None) -> list[Bar]
     rows = [b for b in everything if not b.running and not (b.reason or "").startswith("NotQueued")
             and (selection is None or selection.keeps(b))]
     rows.sort(key=lambda b: (b.start is None, b.start or 0, b.id))
+    slurm_reasons(rows, now_of(doc)[0], _settings(doc))
     return rows
+
+
+def _settings(doc: Document) -> dict[str, str]:
+    """The scheduler settings a predicted file was made with (the system's ``jufo_settings``)."""
+    for obj in doc.of_type("system"):
+        text = obj.data.get("jufo_settings", "")
+        return dict(item.partition("=")[::2] for item in text.split(";") if "=" in item)
+    return {}
+
+
+def slurm_reasons(rows: list[Bar], now: int, settings: dict[str, str]) -> None:
+    """Each row's reason as squeue names them, in the order of the rows (by start): a job that
+    starts now ``StartsNow``; the jobs that hold a reservation now, the first ``maxtopdogs``
+    top dogs (per partition where top dogs are counted per queue), ``Resources``; a job that
+    starts early without delaying them ``Backfilled``; the others ``Priority``. (A job marked
+    top dog later in the simulation only gets its reservation when the ones before it start.)
+
+    >>> rows = [Bar(str(i), "", "", "q", 1, t, t + 9, False, top, False, None, [], 1) for i, t, top in
+    ...         ((1, 0, False), (2, 50, True), (3, 90, True), (4, 95, False))]
+    >>> slurm_reasons(rows, 0, {"maxtopdogs": "1"}); [b.why for b in rows]
+    ['StartsNow', 'Resources', 'Priority', 'Priority']
+    """
+    raw = settings.get("maxtopdogs", "1")
+    limit = float("inf") if raw == "all" else int(raw) if raw.isdigit() else 1
+    per_queue = settings.get("topdogs_per_queue", "no") == "yes"
+    held: dict[str, int] = {}
+    for b in rows:
+        if b.start is None:
+            b.why = b.reason or "None"
+        elif b.start <= now:
+            b.why = "StartsNow"
+        elif b.topdog and held.get(b.queue if per_queue else "", 0) < limit:
+            held[b.queue if per_queue else ""] = held.get(b.queue if per_queue else "", 0) + 1
+            b.why = "Resources"
+        else:
+            b.why = "Backfilled" if b.backfilled else "Priority"
 
 
 def _when(t: int | None) -> str:
@@ -162,6 +200,8 @@ def _schednodes(b: Bar) -> str:
 
 
 def _reason(b: Bar) -> str:
+    if b.why:
+        return f"({b.why})"
     if b.start is None:
         return f"({b.reason or 'None'})"
     return "(TopDog)" if b.topdog else "(Backfilled)" if b.backfilled else "(Priority)"
@@ -229,6 +269,7 @@ def show_json(doc: Document, selection: Selection | None = None) -> dict:
     jobs = [{"job": b.name, "id": b.id, "partition": b.queue, "name": b.jobname, "user": b.owner,
              "start": iso(b.start), "end": iso(b.end) if b.start is not None else None, "nodes": b.nodes,
              "schednodes": compress_hostlist(b.hosts) if b.hosts else None, "reason": b.reason,
+             "state_reason": b.why,
              "topdog": b.topdog, "backfilled": b.backfilled, "batch_estimate": iso(b.estimate),
              "range": [iso(b.low), iso(b.high)] if b.low is not None else None} for b in rows]
     started = [b.start for b in rows if b.start is not None]
