@@ -819,9 +819,19 @@ def _history_option(f):
 @click.option("--format", "kind", type=click.Choice(["auto", "swf", "sacct"]), default="auto", show_default=True,
               help="SOURCE's format; auto: .swf/.swf.gz is SWF, anything else sacct --parsable2 output.")
 @click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True,
-              help="SWF: cores per node, as given to swf2lml.")
+              help="Cores per node (SWF: as given to swf2lml; with --retro: the machine's).")
+@click.option("--retro", "retro_days", type=click.IntRange(min=1, max=90), default=None, metavar="DAYS",
+              help="Also forecast, every hour of the last DAYS days, what jufo would have said then (knowing "
+                   "only what the accounting showed), and keep those forecasts: ranges from the first run.")
+@click.option("--nodes", type=click.IntRange(min=1), default=None,
+              help="With --retro: the machine's nodes (default: SWF's MaxProcs / --cores; sacct needs it).")
+@click.option("--config", "preset", default=None, metavar="FILE",
+              help="With --retro: the scheduler model (jufo slurm config writes one).")
+@click.option("-P", "--processes", "workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --retro: local processes.")
 @guarded
-def history_import(source: str, history_path: str, until: str | None, kind: str, cores: int) -> None:
+def history_import(source: str, history_path: str, until: str | None, kind: str, cores: int,
+                   retro_days: int | None, nodes: int | None, preset: str | None, workers: int) -> None:
     """Load accounting into the history: an SWF trace, or the output of Slurm's
 
     \b
@@ -858,14 +868,39 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
                 raise InputError(source, "--until", until, str(err)) from None
     if limit is not None:
         records = list(accounting.until(records, limit))
-    with History.open(history_path) as store:
+    retro = _retro(source, kind, records, limit, retro_days, nodes, cores, preset, workers) if retro_days else []
+    with History.open(history_path) as store, store.transaction():  # the jobs and their forecasts, or nothing
         store.import_records(records, kind)
         if capacity and not store.meta("capacity"):
             store.set_meta("capacity", str(capacity))
+        kept = sum(store.record_forecasts(made, rows) for made, rows in retro)
     finished = sum(r.end is not None for r in records)
     running = sum(r.start is not None and r.end is None for r in records)
     click.echo(f"jufo: imported {len(records):,} jobs from {source} ({finished:,} finished, {running:,} running, "
                f"{len(records) - finished - running:,} queued){skipped}", err=True)
+    if retro_days:
+        click.echo(f"jufo: kept {kept:,} retro-forecasts of {len(retro):,} hourly snapshots (the last "
+                   f"{retro_days} days)", err=True)
+
+
+def _retro(source: str, kind: str, records: list, limit: int | None, days: int, nodes: int | None, cores: int,
+           preset: str | None, workers: int) -> list[tuple[int, list[tuple]]]:
+    """``history import --retro``: the backtest's forecasts of the last ``days`` days before the
+    newest accounted time (or ``--until``), every hour, as rows to keep."""
+    from .learn import backtest as bt
+
+    if source == "-":
+        raise click.BadParameter("--retro reads SOURCE again: give a file, not standard input", param_hint="--retro")
+    if kind == "sacct" and nodes is None:
+        raise click.BadParameter("--retro on sacct needs the machine's --nodes (and --cores per node)",
+                                 param_hint="--nodes")
+    newest = max((t for r in records for t in (r.submit, r.start, r.end) if t is not None), default=None)
+    if newest is None:
+        return []
+    run = bt.Settings(source, nodes, cores, tuple(sorted(preset_settings(preset).items())))
+    epoch = bt._load(run)[0].epoch
+    stop = (limit if limit is not None else newest) - epoch
+    return bt.retro_forecasts(run, max(0, stop - days * 86400), stop, min(workers, os.cpu_count() or 1))
 
 
 @history.command("show")

@@ -409,3 +409,40 @@ def test_history_show_on_little_data_says_what_is_not_learned_yet(tmp_path):
     longer = tmp_path / "h2.db"
     assert cli("history", "import", str(KTH), "--history", str(longer), "--until", str(70 * DAY)).exit_code == 0
     assert "do not start" in cli("history", "show", "--history", str(longer)).stdout
+
+
+@needs_traces
+def test_retro_forecasts_on_import_give_ranges_from_the_first_run(tmp_path):
+    """Issue 35, item 2: ranges needed ~30 scored forecasts per horizon, i.e. days of cron runs.
+    history import --retro DAYS keeps the forecasts jufo would have made every hour of the last
+    DAYS days, each knowing only what the accounting showed then (the backtest's phase 1, whose
+    ranges hold 82 % on KTH): the first predict has ranges."""
+    from jufo.io import lml
+
+    at = str(40 * DAY)
+    snap = tmp_path / "s.xml"
+    assert cli("swf2lml", str(KTH), "--at", at, "-o", str(snap), "-q").exit_code == 0
+    counts = {}
+    for retro in ([], ["--retro", "14"]):
+        db = tmp_path / f"h{len(retro)}.db"
+        done = cli("history", "import", str(KTH), "--history", str(db), "--until", at, *retro)
+        assert done.exit_code == 0, done.output
+        out = tmp_path / "o.xml"
+        assert cli("predict", str(snap), "--history", str(db), "-o", str(out), "-q").exit_code == 0
+        jobs = [o.data for o in lml.read(str(out)).of_type("job") if "jufo_starttime" in o.data]
+        counts[bool(retro)] = (len(jobs), sum("jufo_starttime_lo" in d for d in jobs))
+        if retro:
+            assert "retro-forecasts of 337 hourly snapshots" in done.stderr
+            with sqlite3.connect(db) as con:  # none made after what the import knew
+                assert con.execute("SELECT max(made) FROM forecasts WHERE model = 'retro'").fetchone()[0] <= \
+                    swf.read(str(KTH)).epoch + 40 * DAY
+    assert counts[False][1] == 0 and counts[True][1] == counts[True][0] > 5
+
+
+def test_retro_needs_a_file_and_for_sacct_the_machine(tmp_path):
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|User|Group|Account|Partition|QOS|NNodes|NCPUS|Timelimit|Submit|Start|End|State\n"
+                     "1|u|g|a|p|normal|1|4|00:10:00|2026-11-25T10:00:00|2026-11-25T10:01:00|2026-11-25T10:05:00|"
+                     "COMPLETED\n")
+    done = cli("history", "import", str(sacct), "--history", str(tmp_path / "h.db"), "--retro", "7")
+    assert done.exit_code == 2 and "--nodes" in done.stderr and not (tmp_path / "h.db").exists()

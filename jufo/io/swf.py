@@ -56,6 +56,7 @@ class Trace:
     unusable: int = 0  # lines whose run time or size is unknown
     # names by number, where the trace had names (sacct): "user", "group", "queue" → list
     names: dict[str, list[str]] | None = None
+    ids: dict[int, str] | None = None  # accounting's own job id by job number (sacct: arrays renumbered)
 
     def owner(self, job: TraceJob) -> str:
         return self.names["user"][job.user] if self.names else f"user{job.user}"
@@ -223,6 +224,7 @@ def trace_of_records(records, source: str) -> Trace:
         trace.jobs.append(TraceJob(number, rec.submit - zero, rec.start - rec.submit, rec.end - rec.start,
                                    rec.cores, rec.wall if rec.wall else -1, user, group, queue))
     trace.names = {k: list(v) for k, v in ids.items()}
+    trace.ids = {job.number: rec.id for job, rec in zip(trace.jobs, sorted(usable, key=lambda r: (r.submit, r.id)))}
     return trace
 
 

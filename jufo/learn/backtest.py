@@ -146,6 +146,7 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
 
 
 MAX_SNAPSHOTS = 100_000  # a daily backtest of 270 years; beyond, --every or --from/--to must narrow it
+RETRO_EVERY = 3600  # seconds between retro-forecasts: the history keeps a job's forecast once an hour
 DASK_CONNECT = 10  # seconds to reach a Dask scheduler (a closed port, or a web server that never answers)
 
 
@@ -381,6 +382,25 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
     if at_submit:
         forecasts = [f for f in forecasts if f.raw.submit == f.raw.made]
     return summarize(forecasts, len(ats)), forecasts
+
+
+def retro_forecasts(settings: Settings, start: int | None, stop: int | None, workers: int = 1,
+                    progress: Callable[[int, int], None] | None = None) -> list[tuple[int, list[tuple]]]:
+    """Forecasts as jufo would have made them every hour from ``start`` to ``stop`` (seconds
+    after the trace's start), each knowing only what the accounting showed then — the
+    backtest's phase 1 — as rows for ``History.record_forecasts`` (model ``retro``): a history
+    imported from accounting then has scored forecasts, and ranges, from its first run.
+    Job ids are the accounting's own (``Trace.ids``). ``[(made, rows)]`` in time order."""
+    trace = _load(settings)[0]
+    ats = times(trace, RETRO_EVERY, start, stop)
+    ids = trace.ids or {}
+    out = []
+    for raws in run_phase1(settings, ats, workers, None, progress):
+        rows = [(ids.get(int(r.job), r.job) if r.job.isdigit() else r.job, r.learned, r.wall, r.learned,
+                 None, None, None, None, "retro") for r in raws if r.learned is not None]
+        if rows:
+            out.append((raws[0].made, rows))
+    return out
 
 
 def table(summary: Summary, title: str) -> str:

@@ -270,7 +270,7 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
     out["runtime_by_user_queue"] = dict(sorted(by_user.items(), key=lambda kv: (-kv[1]["jobs"], kv[0]))[:top])
     out["runtime_by_queue"] = runtime_accuracy(records, lambda r: r.queue or "-")
     out["windows"] = WeeklyWindows(learn_windows(records, now + 1), now).rows()
-    out["windows_basis_days"] = round(start_span(records, now + 1) / 86400, 1)  # days of starts they rest on
+    out["windows_basis_days"] = round(start_span(records, now + 1) / 86400, 3)  # days of starts they rest on
     capacity = history.meta("capacity")
     hours: dict[str, int] = {}
     out["user_caps"] = learn_user_caps(records, now + 1, int(capacity), evidence=hours) if capacity else None
