@@ -89,22 +89,28 @@ def test_backfill_cons_tres_basic():
     assert any("bf_window=2880" in n for n in notes)
 
 
-def test_a_reservation_holds_its_nodes_to_the_next_step_of_slurms_grid(tmp_path):
-    """bf_resolution: Slurm's backfill holds a planned job's resources from its start rounded
-    down to its end rounded up to the grid (``_set_slot_time``); the job planned after it then
-    starts on the grid, as Slurm's estimate says, not the second the first one ends."""
+def test_on_slurms_grid_a_job_backfills_only_where_it_ends_a_step_before_a_reservation(tmp_path):
+    """bf_resolution: Slurm 22.05's backfill holds a planned job's nodes from its start rounded
+    down to the grid (``_attempt_backfill``: ``start_time = (start_time / backfill_resolution) *
+    backfill_resolution``), and tests a job that would start now against its end as is,
+    inclusive: a job may start only where no hold begins at or before its end, i.e. it needs its
+    nodes clear until the first grid step after its end. Seen in the KTH lab: a 2-minute job
+    ending 12 s before the top job's planned start was backfilled by jufo, not by Slurm."""
     from conftest import running
 
-    jobs = {"r": running(1, 100, wall=200, nodes=2), "a": waiting(1, 60, nodes=2),
-            "c": waiting(1, 60, nodes=2, queued="01/10/12-11:00:01")}
+    jobs = {"r": running(1, 100, wall=200, nodes=2), "a": waiting(1, 60, nodes=4),
+            "b": waiting(1, 90, queued="01/10/12-11:00:01"), "b2": waiting(1, 30, queued="01/10/12-11:00:02")}
     src, out = tmp_path / "in.xml", tmp_path / "out.xml"
-    src.write_bytes(snapshot(jobs, {"n1": 1, "n2": 1}, scheduler={"maxtopdogs": "all"}))
+    src.write_bytes(snapshot(jobs, {"n1": 1, "n2": 1, "n3": 1, "n4": 1}, scheduler={"maxtopdogs": "all"}))
     starts = {}
     for extra in ([], ["--set", "resolution=60"]):
         assert run("predict", str(src), "-o", str(out), "-q", *extra).exit_code == 0
         starts[bool(extra)] = {o.id: o.data.get("jufo_starttime") for o in lml.read(str(out)).of_type("job")}
-    assert starts[False]["a"] == starts[True]["a"] == "01/10/12-12:01:40"
-    assert starts[False]["c"] == "01/10/12-12:02:40" and starts[True]["c"] == "01/10/12-12:03:00"
+    # a waits for r (12:01:40); b would end at 12:01:30, before a's start but after 12:01 (the
+    # grid step a is held from): not backfilled, it waits for a; b2 ends at 12:00:30, a step before
+    for grid in (False, True):
+        assert starts[grid]["a"] == "01/10/12-12:01:40" and starts[grid]["b2"] == "01/10/12-12:00:00"
+    assert starts[False]["b"] == "01/10/12-12:00:00" and starts[True]["b"] == "01/10/12-12:02:40"
     assert run("predict", str(src), "--set", "resolution=soon").exit_code == 2
     settings, _, _ = scontrol.site_settings(config(SchedulerParameters="bf_resolution=300"), PARTS)
     assert settings["resolution"] == "300"

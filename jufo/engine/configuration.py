@@ -34,8 +34,8 @@ DEFAULTS: dict[str, str] = {
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
     "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE)",
-    "resolution": "seconds: a planned job's reservation holds until its end rounded up to this grid of epoch "
-                  "seconds (Slurm's bf_resolution)",
+    "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
+                  "no other job's reservation begins before the first step of this grid after its end",
 }
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
@@ -147,6 +147,7 @@ class Configuration:
         policy = self.policy  # the planning grid is of epoch seconds: its offset from time zero
         if self.resolution:
             policy = replace(policy, grid=(self.resolution, epoch % self.resolution))
+            state.grid = policy.grid
         return ALGORITHMS[self.algorithm](state, sorter, policy, report)
 
 

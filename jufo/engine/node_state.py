@@ -6,7 +6,7 @@ resources given back (``Freed``)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from heapq import merge
 from itertools import islice
 from math import isqrt
@@ -515,9 +515,26 @@ class NodeState(SystemState):
         if self._limited(job, now):
             return None
         window, nodes = self._window(end)
+        if self.grid is not None and nodes >= job.nodes:  # clear of job holds a grid step longer
+            later = list(self._plans_in(end, self.clear_until(end)))
+            if later:
+                window = window.copy()
+                for alloc in later:
+                    window.subtract(alloc.resources, self.machine.shape)
+                nodes = window.node_count()
         if nodes < job.nodes:  # (the usual no: too few nodes with a free core at all)
             return None
         return self._choose(job, now, end, window)
+
+    def _plans_in(self, lo: int, hi: int) -> Iterator[Allocation]:
+        """Other jobs' reservations that begin in ``[lo, hi)``. O(log planned + found)."""
+        for alloc in self.planned.irange_key((lo, -1), (hi, -1)):
+            if alloc.job is not None and alloc.end > alloc.start:
+                yield alloc
+
+    def plans_between(self, resources: NodeCores, lo: int, hi: int) -> bool:
+        shape = self.machine.shape
+        return any(not resources.isdisjoint(alloc.resources, shape) for alloc in self._plans_in(lo, hi))
 
     def _window(self, end: int) -> tuple[NodeCores, int]:
         """What is free throughout ``[now, end)`` and its node count, cached per prefix of

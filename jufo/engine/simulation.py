@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..io.errors import Report
@@ -39,8 +39,9 @@ class Policy:
     maxnumjobs: int | None = None
     horizon: int | None = None
     backfill_order: str = "priority"  # which backfill candidates go first: priority, shortest, bestfit, greedy
-    # Slurm's bf_resolution: a reservation holds its resources until its end rounded up to this
-    # grid of epoch seconds; (resolution, epoch % resolution), or None
+    # Slurm's bf_resolution as (resolution, epoch % resolution), or None: a job starts, or is
+    # planned, only where no reservation on its resources begins before the first step of
+    # this grid after its end (``SystemState.clear_until``)
     grid: tuple[int, int] | None = None
 
 
@@ -633,6 +634,26 @@ class Backfilling(Simulation):
             heappop(starts)
         return None
 
+    def _earliest(self, home: SystemState, job: Job) -> tuple[int, Any] | None:
+        """The earliest slot for ``job``'s reservation. On a planning grid (Slurm's
+        ``bf_resolution``) its resources must be clear of other jobs' reservations until the
+        first grid step after its end (``SystemState.clear_until``), as for a job that starts
+        now: where a slot is not, the search goes on as for a job that much longer (each round
+        starts no earlier than the last; mostly one). O(rounds × ``earliest``)."""
+        rule, horizon = self.start_rule(job), self.policy.horizon
+        found = home.earliest(job, horizon, rule)
+        if home.grid is None:
+            return found
+        asked = job
+        while found is not None:
+            t, resources = found
+            clear = home.clear_until(t + job.wall)
+            if not home.plans_between(resources, t + job.wall, clear) or clear - t <= asked.wall:
+                return found
+            asked = replace(asked, wall=clear - t)  # the request as the grid makes it; never started
+            found = home.earliest(asked, horizon, rule)
+        return None
+
     def _note_start(self, job: Job, alloc: Allocation) -> None:
         heappush(self._starts, (alloc.start, self._pushed, job, alloc))
         self._pushed += 1
@@ -677,15 +698,11 @@ class Backfilling(Simulation):
 
     def _reserve(self, job: Job, now: int) -> None:
         home = self.state_for(job)
-        found = home.earliest(job, self.policy.horizon, self.start_rule(job))
+        found = self._earliest(home, job)
         if found is None:
             return
         t, resources = found
-        end = t + job.wall
-        if self.policy.grid is not None:  # held to the next step of the scheduler's grid
-            step, offset = self.policy.grid
-            end += -(end + offset) % step
-        alloc = Allocation(t, end, resources, self.state.request_cores(job), job.queue, job.owner, job)
+        alloc = Allocation(t, t + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         home.plan(alloc)
         alloc.home = home
         reserved = self.reserved

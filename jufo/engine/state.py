@@ -105,6 +105,8 @@ class SystemState(ABC):
         self.version = 0  # bumped by every change; keys the per-pass cache of free windows
         self.deadline: int | None = None  # a reservation's own state: nothing may end later
         self._windows: dict[tuple[int, int], Any] = {}
+        # Slurm's bf_resolution as (step, epoch offset), or None: see ``clear_until``
+        self.grid: tuple[int, int] | None = None
 
     # -- what subclasses provide ------------------------------------------------------------
     @abstractmethod
@@ -153,6 +155,31 @@ class SystemState(ABC):
         """Cores ``job`` asks for: what queue limits count, also when it holds whole nodes."""
 
     # -- queries -----------------------------------------------------------------------------
+    def clear_until(self, end: int) -> int:
+        """How long a job that ends at ``end`` must find its resources clear of other jobs'
+        reservations. On a planning grid (Slurm's ``bf_resolution``) Slurm's backfill holds a
+        planned job's nodes from its start rounded down to the grid, and a job may start (or be
+        planned) only where no such hold begins at or before its end: so it needs them clear
+        until the first grid step after ``end``. Without a grid, ``end``. (Advance reservations
+        are not on the grid: a job may end the second one begins.) O(1).
+
+        >>> from jufo.engine.attribute_state import AttributeState
+        >>> from jufo.engine.node import Machine, Node
+        >>> s = AttributeState(Machine([Node(0, "n0", "n0", 4, None)]), {})
+        >>> s.clear_until(130), s.__setattr__("grid", (60, 0)), s.clear_until(130), s.clear_until(120)
+        (130, None, 180, 180)
+        """
+        grid = self.grid
+        if grid is None:
+            return end
+        step, offset = grid
+        return end - (end + offset) % step + step
+
+    def plans_between(self, resources: Any, lo: int, hi: int) -> bool:
+        """Does another job's reservation on any of ``resources`` begin in ``[lo, hi)``? (The
+        grid's extra clearance, see ``clear_until``; counting cores only, there is none.)"""
+        return False
+
     @abstractmethod
     def is_insertable(self, job: Job) -> Any | None:
         """Resources where ``job`` can start now and run its whole wall, or None."""
