@@ -208,9 +208,7 @@ class QueueLimits:
         cap = self.array_caps.get(array) if array is not None and self.array_caps else None
         if cap is None:
             return None
-        spans = self.by_array.get(array, ())
-        if len(spans) < cap or (_full_at(self.full_arrays, array, spans, cap, start) is None
-                                and peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap):
+        if not _at_cap(self.full_arrays, array, self.by_array.get(array, ()), cap, start, end):
             return None
         return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
 
@@ -221,9 +219,7 @@ class QueueLimits:
         cap = self.user_cap(user) if self.users_limited else None
         if cap is None:
             return None
-        spans = self.by_user.get(user, ())
-        if len(spans) < cap or (_full_at(self.full_users, user, spans, cap, start) is None
-                                and peak(spans, start, max(end, start + 1), lambda s: 1) + 1 <= cap):
+        if not _at_cap(self.full_users, user, self.by_user.get(user, ()), cap, start, end):
             return None
         return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
 
@@ -283,18 +279,26 @@ class QueueLimits:
         spans = self.spans[queue]
         if end == start:
             end = start + 1  # a zero-length job still counts at its start instant
-        if q.maxjobs is not None and len(spans) >= q.maxjobs and (
-                _full_at(self.full_queues, queue, spans, q.maxjobs, start) is not None
-                or peak(spans, start, end, lambda s: 1) + 1 > q.maxjobs):
+        if q.maxjobs is not None and _at_cap(self.full_queues, queue, spans, q.maxjobs, start, end):
             return f"QueueLimit: queue {queue} runs at most {q.maxjobs} jobs"
-        if q.maxjobsperuser is not None:
-            mine, most = self.per_user.get((queue, user), ()), q.maxjobsperuser
-            if len(mine) >= most and (_full_at(self.full_per_user, (queue, user), mine, most, start) is not None
-                                      or peak(mine, start, end, lambda s: 1) + 1 > most):
-                return f"QueueLimit: queue {queue} runs at most {q.maxjobsperuser} jobs per user"
+        if q.maxjobsperuser is not None and _at_cap(self.full_per_user, (queue, user), self.per_user.get((queue, user), ()),
+                                                    q.maxjobsperuser, start, end):
+            return f"QueueLimit: queue {queue} runs at most {q.maxjobsperuser} jobs per user"
         if q.starters is not None and peak(spans, start, end, lambda s: s.cores) + cores > q.starters:
             return f"QueueLimit: queue {queue} uses at most {q.starters} cores"
         return None
+
+
+def _one(span: Span) -> int:
+    return 1
+
+
+def _at_cap(memo: dict, key: Hashable, spans: set, cap: int, start: int, end: int) -> bool:
+    """Would one more job in ``[start, end)`` make more than ``cap`` of ``spans`` active at
+    once (a user's, an array's, a queue's jobs)? O(1) while there are fewer spans than the cap
+    or ``_full_at`` remembers them full at ``start``, else O(m log m) for m spans."""
+    return len(spans) >= cap and (_full_at(memo, key, spans, cap, start) is not None
+                                  or peak(spans, start, max(end, start + 1), _one) + 1 > cap)
 
 
 def _full_at(memo: dict, key: Hashable, spans: set, cap: int, t: int) -> int | None:
