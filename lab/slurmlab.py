@@ -60,6 +60,7 @@ class Lab:
     scheduler: str = "backfill"
     bf_interval: int = 5
     ports: int = 0  # added to every port, so that two labs can run side by side
+    debug: bool = False  # log every backfill pass (DebugFlags=Backfill,BackfillMap)
 
     @property
     def munge_socket(self) -> Path:
@@ -129,6 +130,8 @@ def slurm_conf(lab: Lab) -> str:
         "SlurmctldTimeout=60",
         "SlurmdTimeout=120",
     ]
+    if lab.debug:
+        lines += ["SlurmctldDebug=info", "DebugFlags=Backfill,BackfillMap"]
     if lab.priority == "multifactor":
         lines += ["PriorityWeightAge=1000", "PriorityWeightJobSize=1000", "PriorityMaxAge=1:00:00",
                   "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
@@ -382,9 +385,10 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
     return out
 
 
-# what ``jufo slurm snapshot --from`` reads, and squeue's view of the same moment
+# what ``jufo slurm snapshot --from`` reads, squeue's view of the same moment, and sdiag (when
+# the last backfill pass began: Slurm's estimates are that pass's plan)
 CAPTURES = {**{f"{name}.txt": cmd for name, cmd in COMMANDS.items()},
-            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"]}
+            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"], "sdiag.txt": ["sdiag"]}
 
 
 def capture(lab: Lab, env: dict[str, str], seq: int) -> Path:
@@ -493,6 +497,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--priority", choices=["basic", "multifactor"], default="basic")
     p.add_argument("--partitions", choices=["exclusive", "mixed"], default="exclusive")
     p.add_argument("--ports", type=int, default=0, help="added to every port (a second lab beside a first)")
+    p.add_argument("--debug", action="store_true", help="log every backfill pass in DIR/log/slurmctld.log")
     args = p.parse_args(argv)
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
@@ -502,7 +507,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.install:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
-              ports=args.ports)
+              ports=args.ports, debug=args.debug)
     try:
         env = start(lab)
         if args.action == "start":

@@ -83,10 +83,9 @@ def test_bad_durations_are_refused(text):
 def test_backfill_cons_tres_basic():
     settings, queues, notes = scontrol.site_settings(config(), PARTS)
     assert settings == {"system_state": "NodeState", "scheduling_algorithm": "Backfilling", "maxtopdogs": "300",
-                        "resolution": "60", "node_sharing": "yes", "system_sysprio": "-DATEqueuedate",
-                        "exclusive_queues": "batch"}
+                        "plan": "slurm", "plan_window": str(2880 * 60), "resolution": "60", "node_sharing": "yes",
+                        "system_sysprio": "-DATEqueuedate", "exclusive_queues": "batch"}
     assert dict(queues)["batch"]["maxtime"] == "86400" and "maxtime" not in dict(queues)["shared"]
-    assert any("bf_window=2880" in n for n in notes)
 
 
 def test_on_slurms_grid_a_job_backfills_only_where_it_ends_a_step_before_a_reservation(tmp_path):
@@ -170,9 +169,10 @@ def test_slurm_config_from_the_lab_is_a_preset_predict_takes(tmp_path):
     site = tmp_path / "site.xml"
     done = run("slurm", "config", "--from", str(LAB), "-o", str(site))
     assert done.exit_code == 0, done.output
-    assert "note: bf_window=1440 min" in done.stderr
+    assert "note: priority/multifactor" in done.stderr
     settings = lml.read(str(site)).of_type("scheduler")[0].data
     assert settings["exclusive_queues"] == "batch" and settings["maxtopdogs"] == "500"
+    assert settings["plan"] == "slurm" and settings["plan_window"] == "86400"  # bf_window=1440 minutes
     assert settings["system_sysprio"].startswith("1000 * min(AGE, 3600) / 3600 + 1000 * (numnodes / 8")
     out = tmp_path / "out.xml"
     assert run("predict", *[str(ROOT / "sample_lml" / "llview2" / f) for f in

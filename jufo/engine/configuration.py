@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..io.dates import parse_date
 from ..io.errors import InputError, Report
 from .job import Job
 from .node import Machine
@@ -30,13 +31,18 @@ DEFAULTS: dict[str, str] = {
     "horizon": "unlimited",
     "backfill_order": "priority",
     "node_allocation": "lowest",
+    "plan": "simulate",
 }
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
     "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE)",
+    "plan_window": "seconds ahead that plan=slurm reserves for (Slurm's bf_window; default one day)",
+    "plan_time": "when the batch system last planned (Slurm's last backfill pass, sdiag's 'Last cycle when'): "
+                 "plan=slurm plans as of then, or as of the last change the snapshot shows if that is later",
     "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
                   "no other job's reservation begins before the first step of this grid after its end",
 }
+PLANS = ("simulate", "slurm")  # how the walltime-only forecast is made
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
 YES_NO = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
@@ -83,6 +89,9 @@ class Configuration:
     allocation: str = "lowest"
     exclusive_queues: frozenset[str] = frozenset()
     resolution: int = 0  # seconds of the planning grid (0: none)
+    plan: str = "simulate"  # the walltime-only forecast: the simulation, or Slurm's backfill plan
+    plan_window: int = 86400  # seconds: how far plan=slurm reserves (bf_window)
+    plan_time: int | None = None  # epoch second of the batch system's last plan, if known
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -122,6 +131,18 @@ class Configuration:
         if allocation is None:
             report.error(label, "node_allocation", merged["node_allocation"], f"must be {', '.join(NodeState.ALLOCATIONS)}")
         resolution = _count(merged, "resolution", label, report) if "resolution" in merged else 0
+        plan = _choice(merged["plan"], PLANS)
+        if plan is None:
+            report.error(label, "plan", merged["plan"], f"must be {' or '.join(PLANS)}")
+        elif plan == "slurm" and state == "AttributeState":
+            report.error(label, "plan", merged["plan"], "Slurm's plan needs nodes: system_state=NodeState")
+        window = _count(merged, "plan_window", label, report) if "plan_window" in merged else 86400
+        plan_time = None
+        if merged.get("plan_time", "").strip():
+            try:
+                plan_time = parse_date(merged["plan_time"])[0]
+            except ValueError as err:
+                report.error(label, "plan_time", merged["plan_time"], str(err))
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -133,7 +154,7 @@ class Configuration:
         )
         exclusive = frozenset(q.strip() for q in merged.get("exclusive_queues", "").split(",") if q.strip())
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
-                   exclusive, resolution or 0)
+                   exclusive, resolution or 0, str(plan), window or 0, plan_time)
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

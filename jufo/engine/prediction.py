@@ -22,6 +22,7 @@ from .reservation import cores_only
 from .simulation import Simulation
 from .snapshot import Snapshot
 from .node_state import NodeState
+from .plan import plan_pending
 from .state import SystemState
 from .windows import AllRules, QueueWindows, WeeklyWindows
 
@@ -96,8 +97,11 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
         waiting = [job for job in waiting if job.reason is None]
     sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,
             dependency.resolve(snap.jobs))
+    forecast = Forecast(snap, config, sim)
+    if behaviour is None and config.plan == "slurm":  # the walltime-only forecast: what Slurm plans
+        plan_pending(snap, config, sim)
     jobsets.follow_leaders(snap.jobs)
-    return Forecast(snap, config, sim)
+    return forecast
 
 
 def whole_nodes(jobs: list[Job], machine: Machine, queues: frozenset[str]) -> None:

@@ -24,6 +24,7 @@ class Reservation:
     users: frozenset[str] = frozenset()
     accounts: frozenset[str] = frozenset()
     queues: frozenset[str] = frozenset()
+    maint: bool = False  # Slurm's MAINT flag: a job of a partition it covers whole waits for its end
 
     def binds(self, job) -> bool:
         """Is ``job`` bound to this reservation: it names it (``reservation`` key), or its
@@ -87,7 +88,8 @@ def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, re
 
         names = frozenset(x for x in (d.get("resid"), obj.id, obj.name) if x)
         out.append(Reservation(d.get("resid") or obj.id, start, end, resources, names, listed("userlist"),
-                               listed("accounts"), listed("partition") | listed("queue")))
+                               listed("accounts"), listed("partition") | listed("queue"),
+                               "MAINT" in d.get("flags", "").upper().replace(";", ",").split(",")))
     return out
 
 

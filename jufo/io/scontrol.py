@@ -34,11 +34,12 @@ class SlurmTextError(InputError):
 
 def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
     """The records of a ``--oneliner`` listing, one dict a line; a value that holds blanks
-    (``OS=Linux 6.1 #1 SMP``) keeps them. The first occurrence of a key wins (``--detail``
-    repeats ``Nodes=`` per node group). Each record must have ``id_key``.  O(characters).
+    (``OS=Linux 6.1 #1 SMP``) keeps them. The first occurrence of a key wins; ``--detail``
+    repeats ``Nodes=`` and ``CPU_IDs=`` per node group: those pairs are kept together under
+    ``_cpus`` (``n30=0-3;n31=0-1``). Each record must have ``id_key``.  O(characters).
 
-    >>> parse_records("JobId=7 JobName=a b UserId=u(1) Nodes=n1 Nodes=n2\\n", "job.txt", "JobId")
-    [{'JobId': '7', 'JobName': 'a b', 'UserId': 'u(1)', 'Nodes': 'n1'}]
+    >>> parse_records("JobId=7 JobName=a b UserId=u(1) Nodes=n1 CPU_IDs=0-3 Nodes=n2 CPU_IDs=1\\n", "job.txt", "JobId")
+    [{'JobId': '7', 'JobName': 'a b', 'UserId': 'u(1)', 'Nodes': 'n1', 'CPU_IDs': '0-3', '_cpus': 'n1=0-3;n2=1'}]
     """
     records = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -46,9 +47,16 @@ def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
             continue
         record: dict[str, str] = {}
         last = None
+        groups: list[str] = []
+        group = None
         for token in line.split():
             m = _KEY.match(token)
             if m:
+                if m.group(1) == "Nodes":
+                    group = token[m.end():]
+                elif m.group(1) == "CPU_IDs" and group is not None:
+                    groups.append(f"{group}={token[m.end():]}")
+                    group = None
                 last = m.group(1)
                 if last not in record:
                     record[last] = token[m.end():]
@@ -60,6 +68,8 @@ def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
                 raise SlurmTextError(source, lineno, None, token[:60], "expected Key=Value (scontrol --oneliner)")
         if id_key not in record:
             raise SlurmTextError(source, lineno, id_key, None, f"a record without {id_key}")
+        if groups:
+            record["_cpus"] = ";".join(groups)
         records.append(record)
     return records
 
@@ -154,6 +164,25 @@ def _with_cores(names: list[str], cores: int) -> str:
     return "".join(f"({n},{cores})" for n in names)
 
 
+def _detail_cores(groups: str) -> str:
+    """LLview's ``(node,cores)`` pairs from ``--detail``'s node groups and their CPU ids.
+
+    >>> _detail_cores("n30=0-3;n[31-32]=0-1,3")
+    '(n30,4)(n31,3)(n32,3)'
+    """
+    out = []
+    for group in groups.split(";"):
+        nodes, _, ids = group.rpartition("=")
+        count = 0
+        for part in ids.split(","):
+            lo, _, hi = part.partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()):
+                raise ValueError(f"CPU_IDs {ids!r} are not core numbers")
+            count += int(hi) - int(lo) + 1 if hi else 1
+        out.extend(f"({name},{count})" for name in expand_hostlist(nodes))
+    return "".join(out)
+
+
 @dataclass
 class SlurmText:
     """The saved outputs of one capture (``--from DIR``) or of one live run of scontrol."""
@@ -164,6 +193,7 @@ class SlurmText:
     reservation: str
     config: str
     at: int | None = None  # the capture's epoch second, if known
+    sdiag: str = ""  # sdiag's output, if it could be had: when the last backfill pass began
     names: dict[str, str] = field(default_factory=lambda: {k: f"{k}.txt" for k in
                                                            ("job", "node", "partition", "reservation", "config")})
 
@@ -197,6 +227,9 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
                                "type": "Cluster"}),
         ("scheduler", "scheduler", settings),
     ]
+    last_pass = backfill_pass(text.sdiag)
+    if last_pass is not None and last_pass <= now:  # Slurm's estimates are the plan of that pass
+        settings["plan_time"] = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(last_pass))
     cpus = {}
     for k, node in enumerate(nodes):
         cpus[node["NodeName"]] = node.get("CPUTot", node.get("CPUEfctv", "1"))
@@ -276,6 +309,9 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
         data[name] = _llview_date(job.get(key, ""))
     nodes, cpus = _count(job.get("NumNodes", "1")), job.get("NumCPUs", "")
     per_task = job.get("CPUs/Task", "1")
+    if state == "PENDING":  # "2-4": at most 4 nodes; "2" alone (only cores asked): as many as it takes
+        low, dash, high = job.get("NumNodes", "1").partition("-")
+        data["maxnodes"] = high if dash else "unlimited"
     data.update(queue=job.get("Partition", ""), status=status, detailedstatus=detailed, numnodes=nodes,
                 totalcores=cpus, tpt=per_task, command=job.get("Command", ""), comment=job.get("Comment", ""))
     if not (nodes.isdigit() and cpus.isdigit() and per_task.isdigit()) or int(nodes) == 0 or int(per_task) == 0:
@@ -287,7 +323,10 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
         raw = job.get(key, "")
         if raw and raw != "(null)":
             try:
-                data[name] = _with_cores(expand_hostlist(raw), per_node)
+                if key == "NodeList" and job.get("_cpus"):  # --detail: the cores each node gives it
+                    data[name] = _detail_cores(job["_cpus"])
+                else:
+                    data[name] = _with_cores(expand_hostlist(raw), per_node)
             except ValueError as err:
                 raise SlurmTextError(source, line, key, raw, str(err)) from None
     for key in ("ArrayJobId", "ArrayTaskId", "Reservation", "HetJobId", "HetJobIdSet", "HetJobOffset"):
@@ -345,8 +384,9 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         window = params.get("bf_window", "1440")
         if not window.isdigit():
             raise InputError(config_name, "SchedulerParameters", f"bf_window={window}", "not whole minutes")
-        notes.append(f"bf_window={window} min: Slurm reserves for no job beyond it at one time; its window "
-                     "moves with the clock, so jufo predicts later starts too (horizon unlimited)")
+        # the walltime-only forecast is Slurm's own pass (what it shows as StartTime), with its window
+        settings["plan"] = "slurm"
+        settings["plan_window"] = str(int(window) * 60)
         resolution = params.get("bf_resolution", "60")  # Slurm's default
         if not resolution.isdigit() or int(resolution) < 1:
             raise InputError(config_name, "SchedulerParameters", f"bf_resolution={resolution}", "not whole seconds ≥ 1")
@@ -490,6 +530,30 @@ def read_saved(directory: str, names: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def backfill_pass(sdiag: str) -> int | None:
+    """When Slurm's last backfill pass began (epoch seconds), from ``sdiag``'s "Backfilling
+    stats" section; None if it does not say.
+
+    >>> backfill_pass("Backfilling stats\\n\\tTotal cycles: 3\\n\\tLast cycle when: Thu Nov 26 10:09:58 2026 (1795687798)\\n")
+    1795687798
+    """
+    section = sdiag.partition("Backfilling stats")[2]
+    m = re.search(r"Last cycle when:.*\((\d{1,12})\)", section)
+    return int(m.group(1)) if m and int(m.group(1)) > 0 else None
+
+
+def run_sdiag(timeout: float) -> str:
+    """``sdiag``'s output, or "" where it cannot be had (it is optional: without it the plan is
+    made as of the last change the snapshot shows)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["sdiag"], capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
+
+
 def capture(directory: str | None, timeout: float = 30.0) -> SlurmText:
     """Everything ``snapshot_objects`` needs: from saved outputs (``DIR/job.txt`` ... and, if
     present, ``DIR/at``, the capture's epoch second) or from scontrol now."""
@@ -499,7 +563,7 @@ def capture(directory: str | None, timeout: float = 30.0) -> SlurmText:
     if directory is None:
         at = int(time.time())
         return SlurmText(**{name: run_scontrol(name, timeout) for name in names}, at=at,
-                         names={name: " ".join(COMMANDS[name]) for name in names})
+                         names={name: " ".join(COMMANDS[name]) for name in names}, sdiag=run_sdiag(timeout))
     texts = read_saved(directory, names)
     where = {name: os.path.join(directory, f"{name}.txt") for name in names}
     at = None
@@ -510,7 +574,10 @@ def capture(directory: str | None, timeout: float = 30.0) -> SlurmText:
         if not raw.isdigit():
             raise InputError(stamp, None, raw, "not an epoch second")
         at = int(raw)
-    return SlurmText(**texts, at=at, names=where)
+    sdiag = ""
+    if os.path.exists(os.path.join(directory, "sdiag.txt")):
+        sdiag = read_saved(directory, ("sdiag",))["sdiag"]
+    return SlurmText(**texts, at=at, names=where, sdiag=sdiag)
 
 
 def site_config(directory: str | None, timeout: float = 30.0) -> tuple[bytes, list[str]]:

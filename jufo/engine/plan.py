@@ -1,0 +1,678 @@
+"""Slurm's backfill plan: one pass of Slurm 22.05's ``sched/backfill`` over a snapshot, giving
+each pending job the start Slurm itself plans for it and shows as its ``StartTime``.
+
+The simulation forecasts what happens; this module reproduces what Slurm *estimates*, which is
+what a walltime-only forecast of a Slurm machine means (``plan=slurm``). It follows
+``_attempt_backfill`` and ``_add_reservation`` in ``src/plugins/sched/backfill/backfill.c`` and
+``_will_run_test`` and ``_eval_nodes`` in ``src/plugins/select/cons_{common,tres}/job_test.c``:
+
+- jobs are tested once, in priority order (the priority Slurm last computed, ``userprio``);
+- a job may use the nodes of its partition that no job planned earlier in the pass holds from
+  its earliest start to its end (the *node-space map*: whole nodes, held from the planned start
+  rounded down to ``bf_resolution`` to the planned end rounded down, at least one step; a hold
+  that begins at or before the job's end counts); the map's records are split and merged as
+  Slurm's are, since where they break decides where a job is tried again;
+- when running jobs leave room on those nodes is found by removing them in order of their ends,
+  in batches that start 30 s wide (aligned to the clock) and double; the start is the end of the
+  last job of the batch that made room, and the nodes are the select plugin's best fit among
+  runs of consecutive free nodes;
+- a start past the next change of the map is tried again from that change; advance reservations
+  take their nodes while they overlap the job, and a maintenance reservation over the whole
+  partition moves the job to its end;
+- a job that fits now starts now (and runs its whole limit); a start beyond ``bf_window`` is
+  given but holds nothing;
+- the pass runs when Slurm's last one did (``plan_time``, from ``sdiag``), or when the latest
+  change the snapshot shows happened, whichever is later: Slurm passes only after a change.
+
+Checked against a real Slurm's log of its passes (``tests/test_plan.py``): every start it
+planned, to the second. Times are seconds from the snapshot; ``epoch`` aligns grids to the clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import dependency
+from .configuration import YES_NO, Configuration
+from ..io.dates import parse_date
+from .job import WAITING, WAITING_STATES, Job
+from .ranges import NodeCores, lowest
+
+if TYPE_CHECKING:
+    from .simulation import Simulation
+    from .snapshot import Snapshot
+
+WILL_RUN_WINDOW = 30  # seconds: the first batch of running jobs' ends in _will_run_test
+
+
+@dataclass
+class Request:
+    """What one pending job asks of the select plugin."""
+
+    nodes: int  # min_nodes (= req_nodes)
+    max_nodes: int
+    cpus: int  # min_cpus: the whole job's
+    whole: bool  # whole nodes (an exclusive partition or job, select/linear)
+    wall: int  # seconds
+
+
+@dataclass
+class Held:
+    """A running job as the will-run test sees it: its end and the cores it holds per node.
+    ``sole``: its nodes no other job uses (they are idle once it ends: one big-int OR), and
+    ``shared``: its cores on the others; both kept by ``Usage``."""
+
+    end: int
+    mask: int  # its nodes
+    cores: dict[int, int]
+    sole: int = 0
+    shared: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Planned:
+    """The plan for one job: its start, and the nodes and cores it gets (``node → cores``)."""
+
+    start: int
+    cores: dict[int, int]
+    held: bool  # a hold was added to the map (the start is in the future and within the window)
+
+
+def runs(mask: int) -> Iterable[tuple[int, int]]:
+    """The runs of consecutive set bits of ``mask``, lowest first, as ``(first, last)``.
+    O(runs × bits / 64).
+
+    >>> list(runs(0b1110011))
+    [(0, 1), (4, 6)]
+    """
+    while mask:
+        low = mask & -mask
+        first = low.bit_length() - 1
+        x = mask >> first
+        length = ((~x) & (x + 1)).bit_length() - 1
+        yield first, first + length - 1
+        mask &= mask + low  # clears the lowest run
+
+
+def floor_to(t: int, step: int, offset: int) -> int:
+    """``t`` (seconds from time zero) rounded down to the grid of ``step`` seconds of the clock;
+    ``offset`` is time zero's epoch modulo ``step``.  O(1).
+
+    >>> floor_to(100, 60, 42), floor_to(18, 60, 42), floor_to(-43, 60, 42)
+    (78, 18, -102)
+    """
+    return (t + offset) // step * step - offset
+
+
+class NodeSpace:
+    """Slurm's node-space map: from the pass's start to the end of its window, which nodes no
+    planned job holds, as records ``[begins[k], begins[k+1])`` (the last ends at ``end``) with
+    a node mask each. Records are split and merged exactly as ``_add_reservation`` does it:
+    the map's shape decides where a job is tried again (``scan``'s ``later_start``), so it must
+    be Slurm's, not merely equivalent. Adding a hold is O(records); so is a scan.
+
+    >>> space = NodeSpace(0, 600, 0b1111)
+    >>> space.hold(60, 120, 0b0011, 60)
+    >>> space.begins, [bin(m) for m in space.avail]
+    ([0, 60, 120], ['0b1111', '0b1100', '0b1111'])
+    >>> space.scan(0b1111, 0, 60)  # ends at 60: the hold beginning then counts; it ends at 120
+    (12, 120)
+    >>> space.overlaps(0b0001, 0, 60), space.overlaps(0b0001, 0, 61)
+    (False, True)
+    >>> space.hold(120, 180, 0b0011, 60)  # the same nodes right after: the two records merge
+    >>> space.begins, [bin(m) for m in space.avail]
+    ([0, 60, 180], ['0b1111', '0b1100', '0b1111'])
+    """
+
+    def __init__(self, begin: int, end: int, everything: int) -> None:
+        self.begins = [begin]
+        self.avail = [everything]
+        self.end = end  # the window's end: the last record's end
+
+    def _end(self, k: int) -> int:
+        return self.begins[k + 1] if k + 1 < len(self.begins) else self.end
+
+    def _insert(self, k: int, t: int) -> None:
+        """Split record ``k`` at ``t``: it ends there, a copy of it runs on to its old end."""
+        self.begins.insert(k + 1, t)
+        self.avail.insert(k + 1, self.avail[k])
+
+    def hold(self, start: int, end: int, nodes: int, resolution: int) -> None:
+        """Nodes held during ``[start, end)`` (on the grid), at least one step, cut at the
+        window; then the first pair of neighbouring records with equal masks around the hold
+        is merged (one pair, as Slurm: its map is not canonical)."""
+        start = max(start, self.begins[0])
+        end = max(end, start + resolution)
+        before, k = 0, None
+        for j in range(len(self.begins)):
+            e = self._end(j)
+            if e > start:  # a start record, even where record j begins at ``start`` (j = 0)
+                self._insert(j, start)
+                k = j + 1
+                break
+            if e == start:
+                k = j + 1
+                break
+            before = j
+        after = -1
+        if k is not None:
+            keep = ~nodes
+            while k < len(self.begins):
+                if end < self._end(k):
+                    self._insert(k, end)
+                self.avail[k] &= keep
+                if end == self._end(k):
+                    if k + 1 < len(self.begins):
+                        after = k + 1
+                    break
+                k += 1
+        i = before
+        while i != after and i + 1 < len(self.begins):
+            if self.avail[i] == self.avail[i + 1]:
+                del self.begins[i + 1], self.avail[i + 1]
+                break
+            i += 1
+
+    def scan(self, base: int, start: int, end: int) -> tuple[int, int]:
+        """Nodes of ``base`` free of holds from ``start`` until ``end`` (a hold beginning at
+        ``end`` counts, as in Slurm), and ``later_start``: the end of the first segment after
+        which more of ``base`` becomes free (0 if none), where the job may be tried again."""
+        avail, later = base, 0
+        begins, masks, n = self.begins, self.avail, len(self.begins)
+        for j in range(max(0, bisect.bisect_right(begins, start) - 2), n):  # records before end earlier
+            seg_end = begins[j + 1] if j + 1 < n else self.end
+            if seg_end > start and j + 1 < n and not later and (base & masks[j + 1]) & ~(avail & masks[j]):
+                later = seg_end
+            if seg_end <= start:
+                continue
+            if begins[j] <= end:
+                avail &= masks[j]
+            else:
+                break
+        return avail, later
+
+    def overlaps(self, nodes: int, start: int, end: int) -> bool:
+        """Does a hold on any of ``nodes`` meet ``[start, end)``?"""
+        begins, masks, n = self.begins, self.avail, len(self.begins)
+        for j in range(n):
+            seg_end = begins[j + 1] if j + 1 < n else self.end
+            if seg_end > start and begins[j] < end and nodes & ~masks[j]:
+                return True
+            if begins[j] >= end:
+                break
+        return False
+
+
+@dataclass
+class Usage:
+    """Cores in use on each node now, and the running jobs in order of their ends."""
+
+    ncores: list[int]
+    used: list[int]
+    running: list[Held] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.idle = 0
+        self.partial: dict[int, int] = {}  # node → free cores, for nodes neither idle nor full
+        for n, (have, busy) in enumerate(zip(self.ncores, self.used)):
+            self._note(n, have, busy)
+        self.running.sort(key=lambda h: h.end)
+        self.jobs_on: dict[int, int] = {}  # node → running jobs on it
+        self.only: dict[int, Held] = {}  # node → the one job on it
+        for held in self.running:
+            for n in held.cores:
+                self.jobs_on[n] = self.jobs_on.get(n, 0) + 1
+        for held in self.running:
+            held.sole, held.shared = 0, {}
+            for n, c in held.cores.items():
+                if self.jobs_on[n] == 1:
+                    held.sole |= 1 << n
+                    self.only[n] = held
+                else:
+                    held.shared[n] = c
+        self.prefix = [0]
+        for have in self.ncores:
+            self.prefix.append(self.prefix[-1] + have)
+
+    def _note(self, n: int, have: int, busy: int) -> None:
+        if busy <= 0:
+            self.idle |= 1 << n
+            self.partial.pop(n, None)
+        else:
+            self.idle &= ~(1 << n)
+            if busy < have:
+                self.partial[n] = have - busy
+            else:
+                self.partial.pop(n, None)
+
+    def start(self, job: Held) -> None:
+        """A job starts now on its cores.  O(its nodes + log running)."""
+        job.sole, job.shared = 0, {}
+        for n, c in job.cores.items():
+            self.used[n] += c
+            self._note(n, self.ncores[n], self.used[n])
+            count = self.jobs_on.get(n, 0)
+            if count == 0:
+                job.sole |= 1 << n
+                self.only[n] = job
+            else:
+                job.shared[n] = c
+                if count == 1:  # the job alone there so far shares it now
+                    other = self.only.pop(n)
+                    other.sole &= ~(1 << n)
+                    other.shared[n] = other.cores[n]
+            self.jobs_on[n] = count + 1
+        bisect.insort(self.running, job, key=lambda h: h.end)
+
+
+class Plan:
+    """One backfill pass over pending jobs given in priority order (see the module's text)."""
+
+    def __init__(self, usage: Usage, up: int, epoch: int, resolution: int = 60, window: int = 86400,
+                 reservations: list[tuple[int, int, int, bool]] | None = None, now: int = 0) -> None:
+        self.usage = usage
+        self.up = up
+        self.epoch = epoch
+        self.resolution = resolution
+        self.offset = epoch % resolution
+        self.window = window
+        self.now = now  # when the pass runs (seconds from time zero; at or before it)
+        begin = floor_to(now, resolution, self.offset)
+        self.space = NodeSpace(begin, floor_to(now + window, resolution, self.offset), up)
+        self.reservations = reservations or []  # (start, end, nodes, maint)
+
+    # -- advance reservations (job_test_resv) ---------------------------------------------------
+    def _reserved(self, start: int, wall: int, partition: int) -> tuple[int, int, bool]:
+        """The nodes reservations take while a job runs from ``start``, and that start: moved
+        to the end of a maintenance reservation that covers the whole partition (up to ten
+        times, as Slurm). Also whether any reservation took nodes of the partition."""
+        for _ in range(11):
+            taken, overlap, moved = 0, False, False
+            for r_start, r_end, nodes, maint in self.reservations:
+                if r_start >= start + wall or r_end <= start:
+                    continue
+                if maint and partition & ~nodes == 0:
+                    start, moved = r_end, True
+                    break
+                taken |= nodes
+                if nodes & partition:
+                    overlap = True
+            if not moved:
+                return taken, start, overlap
+        return self.up, start, False
+
+    def _resv_end(self, start: int) -> int:
+        """The first end of a reservation at or after ``start``, rounded up to the grid (0: none)."""
+        ends = [r[1] for r in self.reservations if r[1] >= start]
+        if not ends:
+            return 0
+        return -floor_to(-min(ends), self.resolution, -self.offset % self.resolution)
+
+    # -- the will-run test ----------------------------------------------------------------------
+    def select(self, req: Request, avail: int, freed_idle: int = 0,
+               freed: dict[int, int] | None = None) -> dict[int, int] | None:
+        """The nodes and cores the select plugin gives ``req`` among ``avail`` once the nodes
+        ``freed_idle`` are idle and the cores in ``freed`` (on shared nodes) are free too: best
+        fit among runs of consecutive usable nodes (``_eval_nodes``). None if they do not
+        suffice.  O(runs × bits / 64 + partly used nodes)."""
+        u = self.usage
+        ncores, used = u.ncores, u.used
+        idle = (u.idle | freed_idle) & avail
+        part: dict[int, int] = {}  # usable nodes with some cores busy: their free cores
+        for n, c in (freed or {}).items():
+            if (avail >> n) & 1 and not (idle >> n) & 1:
+                free = ncores[n] - used[n] + c
+                if free >= ncores[n]:
+                    idle |= 1 << n
+                elif not req.whole and free > 0:
+                    part[n] = free
+        if not req.whole:
+            for n, free in u.partial.items():
+                if n not in part and (avail >> n) & 1 and not (idle >> n) & 1:
+                    part[n] = free
+        usable = idle
+        for n in part:
+            usable |= 1 << n
+        if usable.bit_count() < req.nodes:
+            return None
+        partly = sorted(part)
+        sets = []  # [first, last, cpus, nodes]
+        for first, last in runs(usable):
+            cpus = u.prefix[last + 1] - u.prefix[first]
+            lo, hi = bisect.bisect_left(partly, first), bisect.bisect_right(partly, last)
+            for n in partly[lo:hi]:
+                cpus -= ncores[n] - part[n]
+            sets.append([first, last, cpus, last - first + 1])
+
+        def cpus_of(n: int) -> int:
+            return part.get(n, ncores[n])
+
+        rem_cpus, rem_nodes, max_nodes = req.cpus, req.nodes, req.max_nodes
+        chosen: dict[int, int] = {}
+        while max_nodes > 0:
+            best, best_cpus, best_ok = -1, 0, False
+            for i, (_, _, cpus, count) in enumerate(sets):
+                if count == 0:
+                    continue
+                ok = cpus >= rem_cpus and count >= rem_nodes
+                if best < 0 or (ok and not best_ok) or (ok and cpus < best_cpus) or (not ok and cpus > best_cpus):
+                    best, best_cpus, best_ok = i, cpus, ok
+            if best < 0:
+                break
+            first, last = sets[best][0], sets[best][1]
+            only = -1
+            if rem_nodes <= 1:  # best fit single node: the fewest cores that suffice
+                size = 0
+                for n in range(first, last + 1):
+                    have = cpus_of(n)
+                    if have >= rem_cpus and (only < 0 or have < size):
+                        only, size = n, have
+                        if size == rem_cpus:
+                            break
+            for n in (range(first, last + 1) if only < 0 else (only,)):
+                if max_nodes == 0 or (rem_nodes <= 0 and rem_cpus <= 0):
+                    break
+                if n in chosen:
+                    continue
+                have = cpus_of(n)
+                if max_nodes == 1 and have < rem_cpus:
+                    continue
+                take = have if req.whole else min(have, max(rem_cpus - max(rem_nodes - 1, 0), 1))
+                chosen[n] = take
+                rem_cpus -= take
+                rem_nodes -= 1
+                max_nodes -= 1
+            if rem_nodes <= 0 and rem_cpus <= 0:
+                return chosen
+            sets[best][2] = sets[best][3] = 0
+        return chosen if rem_nodes <= 0 and rem_cpus <= 0 else None
+
+    def will_run(self, req: Request, avail: int) -> tuple[int, dict[int, int]] | None:
+        """When and where running jobs leave ``req`` room on ``avail`` (``_will_run_test``).
+
+        Running jobs are taken in order of their ends, in batches: the first batch runs to the
+        first end (of a job on ``avail``) rounded up to 30 s of the clock, plus 30 s; each next
+        batch's window doubles. A batch ends where the *next* job ends beyond the window, but
+        that look-ahead does not skip jobs off ``avail``: the job after one of those is taken
+        into the batch whatever its end (as Slurm's ``list_peek_next`` does). The start is the
+        end of the last job taken, once the select plugin finds room."""
+        found = self.select(req, avail)
+        if found is not None:
+            return self.now, found
+        jobs = self.usage.running
+        count, epoch = len(jobs), self.epoch
+        freed: dict[int, int] = {}
+        freed_idle = 0
+        window, end_time, i, more = WILL_RUN_WINDOW, None, 0, True
+        while more:
+            last = None
+            while True:
+                if i >= count:
+                    more = False
+                    break
+                held = jobs[i]
+                i += 1
+                if not held.mask & avail:
+                    continue
+                if end_time is None:
+                    end_time = held.end + window - (held.end + epoch) % window
+                last = held
+                freed_idle |= held.sole
+                if held.shared:
+                    for n, c in held.shared.items():
+                        freed[n] = freed.get(n, 0) + c
+                if i >= count:
+                    more = False
+                    break
+                if jobs[i].end > end_time + window:
+                    break
+            if last is None:
+                break
+            window *= 2
+            while i < count and jobs[i].end > end_time + window:
+                window *= 2
+            found = self.select(req, avail, freed_idle, freed)
+            if found is not None:
+                return (last.end if last.end > self.now else self.now + 1), found
+        return None
+
+    # -- the pass ---------------------------------------------------------------------------------
+    def start(self, job: Held, whole: bool) -> None:
+        """A job the pass starts now: later jobs see it running, and a whole-node job also held
+        in the map until its end rounded down (``_bf_reserve_running``)."""
+        self.usage.start(job)
+        if whole:
+            self.space.hold(self.space.begins[0], floor_to(job.end, self.resolution, self.offset), job.mask,
+                            self.resolution)
+
+    def place(self, req: Request, partition: int, not_before: int = 0) -> Planned | None:
+        """Plan one job (in priority order); None if Slurm's pass finds it no start within its
+        window. A job that fits now is started: later jobs see it running."""
+        base = partition & self.up
+        now = self.now
+        start_res = max(now, not_before)
+        for _ in range(1000):  # each retry moves start_res on; bounded in case of a bug
+            taken, moved, overlap = self._reserved(start_res, req.wall, base)
+            start_res = moved
+            end_time = start_res + req.wall
+            avail, later = self.space.scan(base & ~taken, start_res, end_time)
+            if overlap:
+                resv_end = self._resv_end(start_res)
+                if resv_end and resv_end + 1 < self.space.end and (not later or resv_end + 1 < later):
+                    later = resv_end + 1
+            found = self.will_run(req, avail) if avail.bit_count() >= req.nodes else None
+            if found is None:
+                if later:
+                    start_res = later
+                    continue
+                return None
+            start, cores = max(found[0], start_res), found[1]
+            nodes = 0
+            for n in cores:
+                nodes |= 1 << n
+            if start <= now:
+                self.start(Held(now + req.wall, nodes, cores), req.whole)
+                return Planned(now, cores, False)
+            if later and start > later:
+                start_res = later
+                continue
+            if start > now + self.window:
+                return Planned(start, cores, False)
+            first = floor_to(start, self.resolution, self.offset)
+            last = floor_to(start + req.wall, self.resolution, self.offset)
+            if self.space.overlaps(nodes, first, max(last, first + self.resolution)):
+                start_res = start
+                continue
+            self.space.hold(first, last, nodes, self.resolution)
+            return Planned(start, cores, True)
+        return None
+
+
+
+# -- a snapshot's jobs through the pass -----------------------------------------------------------
+
+FOREVER = 365 * 86400  # an unlimited job's end, as _guess_job_end's "one year"
+
+
+def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: int | None = None) -> int:
+    """Replace the simulation's walltime-only start of each pending job that Slurm's backfill
+    tests by the start its pass plans (``plan=slurm``); returns how many jobs were planned.
+    ``now``: when the pass runs (default: Slurm's last pass, ``plan_time``, unless the snapshot
+    shows a later change, ``last_change``).
+
+    Jobs Slurm does not test keep the simulation's forecast: those waiting for a dependency,
+    past an array's throttle or behind its first waiting task, held by a per-user limit, bound
+    to a reservation, components of a heterogeneous job, and those beyond ``bf_max_job_test``
+    (``maxtopdogs``); a dependency's later planned end moves them on.
+    O(jobs × retries × (records + will-run batches × runs))."""
+    if now is None:
+        now = last_change(snap.jobs, snap.epoch)
+        if config.plan_time is not None and config.plan_time <= snap.epoch:
+            now = max(now, config.plan_time - snap.epoch)
+    plan = _pass_of(snap, config, now)
+    machine, shape = snap.machine, snap.machine.shape
+    running_tasks: dict[str, int] = {}
+    for job in snap.jobs:
+        if job.running and job.array is not None:
+            running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
+    planned = 0
+    rejected: dict[str, int] = {}  # arrays whose first task waits: Slurm tests no other task of them
+    for job in _tested(snap, sim):
+        if planned >= sim.policy.maxtopdogs:
+            break
+        if job.array is not None and (job.array in rejected or running_tasks.get(job.array, 0)
+                                      >= snap.throttles.get(job.array, FOREVER)):
+            if job.array in rejected and job.start is not None and job.start < rejected[job.array]:
+                _move(job, rejected[job.array])
+            continue
+        whole = _whole(job, config)
+        partition = machine.eligible(job.queue, 1 if whole else job.cores_per_node, job.gpus_per_node, job.memory)
+        req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
+                      job.wall)
+        result = plan.place(req, partition, max(0, job.arrival))
+        planned += 1
+        if result is None:  # none within the window: the simulation's forecast stands
+            continue
+        if job.array is not None:
+            if result.start <= plan.now:
+                running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
+            else:
+                rejected[job.array] = max(result.start, 0)
+        resources = NodeCores()
+        for n, c in sorted(result.cores.items()):
+            resources.add_node(n, shape[n] if whole else lowest(shape[n], c) or shape[n], shape)
+        start = max(result.start, 0)  # Slurm shows a start its pass placed before now as now
+        job.start, job.end, job.resources = start, start + job.wall, resources
+        job.reason, job.topdog, job.backfilled = None, result.held, False
+    _after_dependencies(sim.dependencies)
+    return planned
+
+
+def _pass_of(snap: Snapshot, config: Configuration, now: int) -> Plan:
+    """The pass over the snapshot's machine: its usable nodes, the running jobs (ending at their
+    start plus their limit, as Slurm sees them), its reservations and the planning grid."""
+    machine = snap.machine
+    ncores = [node.ncores for node in machine.nodes]
+    up = 0
+    for node in machine.nodes:
+        if node.usable:
+            up |= 1 << node.index
+    used = [0] * len(ncores)
+    held: list[Held] = []
+    for job in snap.jobs:
+        if not job.running or not isinstance(job.resources, NodeCores) or not job.resources:
+            continue
+        cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
+        for n, c in cores.items():
+            used[n] += c
+        held.append(Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores))
+    reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
+                    for res in snap.reservations if isinstance(res.resources, NodeCores)]
+    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held), up, snap.epoch,
+                config.resolution or 60, config.plan_window, reservations, now)
+
+
+def _mask_of(nodes: Iterable[int]) -> int:
+    mask = 0
+    for n in nodes:
+        mask |= 1 << n
+    return mask
+
+
+def _tested(snap: Snapshot, sim: Simulation) -> list[Job]:
+    """The pending jobs Slurm's backfill tests, in its order (``sort_job_queue2``): partition
+    priority tier, then the priority Slurm last computed (``userprio``; the configured formula
+    for a job without one, such as a what-if candidate), then submission, then job id."""
+    deps, bound = sim.dependencies, sim.bound_to
+    jobs = [job for job in snap.jobs if not job.running and job.read_reason is None and job.leader is None
+            and job.het is None and job.limited is None and job not in bound and job not in deps and job.wall > 0]
+
+    def priority(job: Job) -> float:
+        try:
+            return float(job.data["userprio"])
+        except (KeyError, ValueError):
+            return sim.sorter.priority(job, 0)
+
+    def tier(job: Job) -> float:
+        try:
+            return float(job.data.get("prioritytier", "0"))
+        except ValueError:
+            return 0.0
+
+    return sorted(jobs, key=lambda job: (-tier(job), -priority(job), job.queued, job.index))
+
+
+def _move(job: Job, start: int) -> None:
+    """Move a forecast start later, keeping the job's length."""
+    if job.start is not None and start > job.start:
+        if job.end is not None:
+            job.end += start - job.start
+        job.start = start
+
+
+def _max_nodes(job: Job, whole: bool, partition: int) -> int:
+    """The most nodes a job may be spread over: ``maxnodes`` (``jufo slurm snapshot`` writes it
+    from Slurm's ``NumNodes=min-max``; ``unlimited`` where only cores were asked), else as many
+    as it asks for (LLview's ``numnodes`` keeps only the minimum)."""
+    raw = job.data.get("maxnodes", "").strip().lower()
+    if whole or not raw:
+        return job.nodes
+    if raw.isdigit():
+        return max(job.nodes, int(raw))
+    return max(job.nodes, partition.bit_count())
+
+
+def _whole(job: Job, config: Configuration) -> bool:
+    """Does ``job`` take whole nodes: ``select/linear``, an exclusive partition, ``--exclusive``?"""
+    return (not config.sharing or job.queue in config.exclusive_queues
+            or bool(YES_NO.get(job.data.get("exclusive", "").strip().lower(), False)))
+
+
+def last_change(jobs: list[Job], epoch: int) -> int:
+    """When Slurm's last backfill pass ran, as far as the snapshot tells: Slurm runs a pass only
+    after something changed (``_more_work``: a job submitted, started or ended), so its estimates
+    are the plan made then. The latest submission, start or end the snapshot shows, at most time
+    zero (0 when it shows none).  O(jobs).
+
+    >>> from types import SimpleNamespace as J
+    >>> last_change([J(running=True, started=-40, queued=-90, state="Running", data={}),
+    ...              J(running=False, started=None, queued=-70, state="Idle", data={}),
+    ...              J(running=False, started=None, queued=0, state="Completed",
+    ...                data={"endtime": "1970-01-01 00:01:00"})], 100)
+    -40
+    """
+    latest = None
+    for job in jobs:
+        if job.running:
+            t = job.started
+        elif job.state in WAITING_STATES or job.state == WAITING:
+            t = job.queued
+        else:
+            try:
+                t = parse_date(job.data.get("endtime", ""))[0] - epoch
+            except ValueError:
+                continue
+        if t is not None and t <= 0 and (latest is None or t > latest):
+            latest = t
+    return latest if latest is not None else 0
+
+
+def _after_dependencies(deps: dict[Job, list[tuple[str, Job]]]) -> None:
+    """Jobs waiting for others start no earlier than those end (or start, for ``after``) in the
+    plan: each is moved on, keeping its length.  O(rounds × dependencies), at most one round
+    per job in a chain."""
+    for _ in range(len(deps) + 1):
+        moved = False
+        for job, waits in deps.items():
+            if job.start is None:
+                continue
+            need = max((other.start if when == dependency.START else other.end for when, other in waits
+                        if (other.start if when == dependency.START else other.end) is not None), default=job.start)
+            if need > job.start:
+                _move(job, need)
+                moved = True
+        if not moved:
+            return
