@@ -119,6 +119,10 @@ def score(lab: Path, history: bool, every: int = 1) -> dict:
                     if lo is not None and hi is not None:
                         ranges["with_range"] += 1
                         ranges["held"] += lo <= actual <= hi
+                        ranges.setdefault("by_capture", {}).setdefault(cap.name, [0, 0, 0])
+                        ranges["by_capture"][cap.name][0] += 1
+                        ranges["by_capture"][cap.name][1] += actual < lo  # came earlier than the range
+                        ranges["by_capture"][cap.name][2] += actual > hi  # came later
                         ranges["widths"].append(hi - lo)
                         ranges["remaining"].append(actual - at)
     out = {"lab": str(lab), "captures": len(captures), "job_snapshots": len(errors["starts now"]),
@@ -126,6 +130,7 @@ def score(lab: Path, history: bool, every: int = 1) -> dict:
            "fidelity_within_60s": sum(x <= 60 for x in fidelity) / len(fidelity) if fidelity else None,
            "fidelity_compared": len(fidelity), "differ_examples": differ}
     if ranges["with_range"]:
+        out["range_by_capture"] = ranges.get("by_capture", {})
         out["range"] = {"with_range": ranges["with_range"], "coverage": ranges["held"] / ranges["with_range"],
                         "median_width": statistics.median(ranges["widths"]),
                         "median_remaining_wait": statistics.median(ranges["remaining"])}

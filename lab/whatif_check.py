@@ -1,7 +1,9 @@
 """``jufo whatif`` against Slurm's own answer to the same question: on a running lab, for
-candidates of several sizes and limits, ``sbatch --test-only`` (Slurm's walltime-only estimate)
-and ``jufo whatif`` on a snapshot taken the same moment; optionally each candidate is then
-submitted for real and its actual start compared with both.
+candidates of several sizes and limits, ``sbatch --test-only`` and ``jufo whatif`` on a snapshot
+taken the same moment; optionally each candidate is then submitted for real, and both are
+compared with the start Slurm's backfill plans for it at its first pass (its ``StartTime``
+then: what ``jufo whatif``'s walltime answer reproduces) and with its actual start.
+``sbatch --test-only`` ignores pending jobs (``job_start_data``), so it answers another question.
 
     SLURM_CONF=DIR/etc/slurm.conf python lab/whatif_check.py [--rounds 3] [--submit] [--json]
 """
@@ -36,6 +38,30 @@ def submit(user: str, nodes: int, limit: int, partition: str | None) -> str:
     cmd = ["runuser", "-u", user, "--", "sbatch", "--parsable", "-N", str(nodes), "--exclusive", "-t", str(limit),
            "-J", "whatif", "-o", "/dev/null", "--wrap", f"sleep {limit * 30}"] + (["-p", partition] if partition else [])
     return subprocess.run(cmd, capture_output=True, text=True, cwd="/tmp").stdout.strip().split(";")[0]
+
+
+def last_pass() -> int | None:
+    """When Slurm's backfill last began a pass (sdiag), or None."""
+    out = subprocess.run(["sdiag"], capture_output=True, text=True).stdout
+    m = re.search(r"Last cycle when:.*\((\d+)\)", out.partition("Backfilling stats")[2])
+    return int(m.group(1)) if m else None
+
+
+def planned_start(job: str, after: int | None, wait: float = 60) -> int | None:
+    """The start Slurm's backfill planned for ``job`` at its first pass after ``after``
+    (epoch), or its start if it started before; None if no pass came within ``wait`` seconds."""
+    end = time.time() + wait
+    while time.time() < end:
+        now_pass = last_pass()
+        out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
+        state = re.search(r"JobState=(\S+)", out)
+        start = re.search(r"StartTime=(\S+)", out)
+        if state and state.group(1) != "PENDING" and start and start.group(1)[:1].isdigit():
+            return parse_date(start.group(1))[0]
+        if now_pass is not None and after is not None and now_pass > after and start and start.group(1)[:1].isdigit():
+            return parse_date(start.group(1))[0]
+        time.sleep(1)
+    return None
 
 
 def actual_starts(rows: list[dict], wait: float = 1800) -> None:
@@ -96,7 +122,10 @@ def main(argv: list[str] | None = None) -> None:
                 row = {"round": k, "nodes": nodes, "limit_min": limit, "slurm": slurm - now if slurm else None,
                        "jufo": mine - now if mine else None, "reason": answer["reason"], "at": now}
                 if args.submit:
+                    before = last_pass()
                     row["job"] = submit(args.user, nodes, limit, args.partition)
+                    planned = planned_start(row["job"], before) if row["job"] else None
+                    row["planned"] = planned - now if planned is not None else None
                 rows.append(row)
             if k + 1 < args.rounds:
                 time.sleep(args.pause)
@@ -106,11 +135,18 @@ def main(argv: list[str] | None = None) -> None:
     within = sum(abs(r["slurm"] - r["jufo"]) <= 60 for r in both)
     summary = {"candidates": len(rows), "compared": len(both), "within_60s": within / len(both) if both else None,
                "differ": [r for r in both if abs(r["slurm"] - r["jufo"]) > 60]}
+    planned = [r for r in rows if r.get("planned") is not None and r["jufo"] is not None]
+    if planned:
+        summary["plan"] = {"compared": len(planned),
+                           "within_60s": sum(abs(r["planned"] - r["jufo"]) <= 60 for r in planned) / len(planned),
+                           "exact": sum(r["planned"] == r["jufo"] for r in planned) / len(planned),
+                           "differ": [r for r in planned if abs(r["planned"] - r["jufo"]) > 60]}
     real = [r for r in both if r.get("actual") is not None]
     if real:
+        names = ("slurm", "jufo", "planned") if all(r.get("planned") is not None for r in real) else ("slurm", "jufo")
         summary["actual"] = {name: {"median_abs_error": sorted(abs(r["actual"] - r[name]) for r in real)[len(real) // 2],
                                     "within_60s": sum(abs(r["actual"] - r[name]) <= 60 for r in real) / len(real)}
-                             for name in ("slurm", "jufo")}
+                             for name in names}
         summary["actual"]["submitted"] = len(real)
     if args.json:
         print(json.dumps({**summary, "rows": rows}))
@@ -119,6 +155,10 @@ def main(argv: list[str] | None = None) -> None:
               f"{within} ({summary['within_60s']:.1%})" if both else "no answers to compare")
         for r in summary["differ"]:
             print("  differ:", r)
+        if "plan" in summary:
+            plan = summary["plan"]
+            print(f"jufo whatif within 60 s of the start Slurm's backfill planned for the submitted candidate: "
+                  f"{plan['within_60s']:.1%} of {plan['compared']} (to the second: {plan['exact']:.1%})")
         if "actual" in summary:
             print("submitted for real:", json.dumps(summary["actual"]))
 

@@ -3,7 +3,7 @@
 (never 1), under 30 s and 1 GiB, JSON that parses strictly, and a history that a failed run
 leaves byte for byte as it was.
 
-Seeded; ``JUFO_FUZZ_HISTORY=N`` runs N cases (default 120). The bases are real-looking: an SWF
+Seeded; ``JUFO_FUZZ_HISTORY=N`` runs N cases (default 300). The bases are real-looking: an SWF
 window shaped like KTH's (sizes in powers of two, run times within walls) and the sacct of
 the mixed Slurm lab (tests/data/slurm/lab-mixed.tar.xz).
 """
@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from conftest import ROOT
 from jufo.cli import main
 
-CASES = int(os.environ.get("JUFO_FUZZ_HISTORY", "120"))
+CASES = int(os.environ.get("JUFO_FUZZ_HISTORY", "300"))
 NUMBERS = ["inf", "-inf", "nan", "1e308", "-1", "0", "", "9" * 5000, "9223372036854775808", "18446744073709551616",
            "1e18", "3.5", "abc", "0x10", "-0", "2e9", "99999999", "1" * 40]
 SACCT_VALUES = NUMBERS + ["99999999-00:00:00", "UNLIMITED", "Partition_Limit", "INVALID", "None", "Unknown",

@@ -281,7 +281,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
             if r.learned is None:
                 continue
             known = r.actual < now
-            scored.append(Scored(r.made, r.learned, r.actual if known else None, now))
+            scored.append(Scored(r.made, r.learned, r.actual if known else None, now, job=r.job))
         calibration = Calibration(scored, coverage)
         for r in raws:
             if r.learned is None:

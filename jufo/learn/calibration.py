@@ -62,6 +62,7 @@ class Scored:
     seen: int  # the job was still waiting at this time (when ``start`` is unknown)
     lo: int | None = None  # the range given then, if any
     hi: int | None = None
+    job: str = ""  # which job: its forecasts err together, so jobs, not forecasts, are counted
 
     @property
     def wait(self) -> int:
@@ -105,8 +106,10 @@ def km_quantiles(samples: list[tuple[float, bool]], levels: list[float]) -> list
 
 def conformal_level(coverage: float, independent: int) -> float:
     """The share of past errors a range must hold so that a new forecast falls inside with
-    probability ``coverage``: split conformal prediction's ⌈(n+1)·coverage⌉ / n. Forecasts
-    made on one day share one queue and err together, so ``n`` counts days, not forecasts.
+    probability ``coverage``: split conformal prediction's ⌈(n+1)·coverage⌉ / n. A job's
+    forecasts (one an hour while it waits) err together, so ``n`` counts jobs, not forecasts.
+    (Counting days, as jufo did, held 98.9 % for an 80 % range after a lab's hour and was no
+    nearer 80 % on KTH and HPC2N: 81.9 / 77.8 % against 79.8 / 76.4 % counting jobs.)
 
     >>> round(conformal_level(0.8, 13), 3), round(conformal_level(0.8, 90), 3), conformal_level(0.8, 2)
     (0.923, 0.811, 1.0)
@@ -131,8 +134,8 @@ class Band:
 class Calibration:
     """Ratio intervals per horizon bucket from scored forecasts.
 
-    >>> day = 86400  # "starts now" forecasts on 40 days; the jobs started 0, 100, ... 3900 s later
-    >>> past = [Scored(d * day, d * day, d * day + d * 100, d * day) for d in range(40)]
+    >>> day = 86400  # "starts now" forecasts of 40 jobs; they started 0, 100, ... 3900 s later
+    >>> past = [Scored(d * day, d * day, d * day + d * 100, d * day, job=str(d)) for d in range(40)]
     >>> Calibration(past, 0.8).range(100 * day, 100 * day)  # best, lo, hi, horizon
     (8640000, 8640000, 8643300, 'now')
     """
@@ -140,13 +143,13 @@ class Calibration:
     def __init__(self, scored: Iterable[Scored], coverage: float) -> None:
         self.coverage = coverage
         groups: dict[int, list[tuple[float, bool]]] = {}
-        days: dict[int, set[int]] = {}
+        jobs: dict[int, set[str]] = {}
         for s in scored:
             b = bucket(s.wait)
             groups.setdefault(b, []).append(s.ratio())
-            days.setdefault(b, set()).add(s.made // 86400)
+            jobs.setdefault(b, set()).add(s.job or str(s.made))
         self.groups = groups
-        self.days = days
+        self.jobs = jobs
         self.total = sum(len(g) for g in groups.values())
         self._bands: dict[int, Band | None] = {}
 
@@ -158,19 +161,19 @@ class Calibration:
 
     def _make_band(self, b: int) -> Band | None:
         samples = list(self.groups.get(b, []))
-        days = set(self.days.get(b, ()))
+        jobs = set(self.jobs.get(b, ()))
         reach = 0
         while len(samples) < MIN_SCORED and reach < len(HORIZONS):
             reach += 1
             for near in (b - reach, b + reach):
                 samples.extend(self.groups.get(near, []))
-                days |= self.days.get(near, set())
+                jobs |= self.jobs.get(near, set())
         if len(samples) < MIN_SCORED:
             return None
         levels = [k / _GRID for k in range(_GRID + 1)]
         q = km_quantiles(samples, levels[1:])
         q.insert(0, min(v for v, _ in samples))
-        span = math.ceil(round(conformal_level(self.coverage, len(days)) * _GRID, 6))
+        span = math.ceil(round(conformal_level(self.coverage, len(jobs)) * _GRID, 6))
         best = None
         for k in range(_GRID - span + 1):
             low, high = q[k], q[k + span]

@@ -336,15 +336,15 @@ class History:
         with the real start where it was known at ``now`` (jobs that left unseen with no
         estimated start are left out)."""
         out = []
-        for made, predicted, lo, hi, start, seen in self.db.execute(
-                "SELECT f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f JOIN jobs j ON j.id = f.job "
+        for job, made, predicted, lo, hi, start, seen in self.db.execute(
+                "SELECT f.job, f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f JOIN jobs j ON j.id = f.job "
                 "WHERE f.made < ? AND f.made >= ? AND (j.state != 'gone' OR j.start IS NOT NULL) "
                 "ORDER BY f.made DESC, f.job LIMIT ?",
                 (now, now - days * 86400, limit)):
             if start is not None and start >= now:
                 start = None
             waited = min(seen if seen is not None else made, now)
-            out.append(Scored(made, predicted, start, max(waited, made), lo, hi))
+            out.append(Scored(made, predicted, start, max(waited, made), lo, hi, job))
         return out
 
     def set_meta(self, key: str, value: str) -> None:
