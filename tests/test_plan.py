@@ -95,7 +95,7 @@ def test_the_select_plugin_takes_the_tightest_run_of_free_nodes():
 
 def test_cores_of_a_shared_node_and_a_job_spread_over_nodes():
     """In a core-shared partition a job takes cores; one that asked only for cores may be
-    spread (``maxnodes`` unlimited), the tightest single node first."""
+    spread (``numnodes_max`` unlimited), the tightest single node first."""
     p = plan(3, cores=4, running=[(500, {0: 2, 1: 2})])
     got = p.place(Request(1, 1, 2, False, 60), 0b111)
     assert got.start == 0 and got.cores == {0: 2}  # the fullest node that fits

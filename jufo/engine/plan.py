@@ -614,10 +614,10 @@ def _move(job: Job, start: int) -> None:
 
 
 def _max_nodes(job: Job, whole: bool, partition: int) -> int:
-    """The most nodes a job may be spread over: ``maxnodes`` (``jufo slurm snapshot`` writes it
+    """The most nodes a job may be spread over: ``numnodes_max`` (``jufo slurm snapshot`` writes it
     from Slurm's ``NumNodes=min-max``; ``unlimited`` where only cores were asked), else as many
     as it asks for (LLview's ``numnodes`` keeps only the minimum)."""
-    raw = job.data.get("maxnodes", "").strip().lower()
+    raw = job.data.get("numnodes_max", "").strip().lower()
     if whole or not raw:
         return job.nodes
     if raw.isdigit():

@@ -311,7 +311,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
     per_task = job.get("CPUs/Task", "1")
     if state == "PENDING":  # "2-4": at most 4 nodes; "2" alone (only cores asked): as many as it takes
         low, dash, high = job.get("NumNodes", "1").partition("-")
-        data["maxnodes"] = high if dash else "unlimited"
+        data["numnodes_max"] = high if dash else "unlimited"
     data.update(queue=job.get("Partition", ""), status=status, detailedstatus=detailed, numnodes=nodes,
                 totalcores=cpus, tpt=per_task, command=job.get("Command", ""), comment=job.get("Comment", ""))
     if not (nodes.isdigit() and cpus.isdigit() and per_task.isdigit()) or int(nodes) == 0 or int(per_task) == 0:
