@@ -45,6 +45,7 @@ class Shape:
     actual: int | None = None  # every job's real run time (at most its wall): early ends, compression
     array: int = 0  # tasks of one more, pending job array of one-node tasks, throttled to 10 at once
     per_user: int | None = None  # the first queue's ``maxjobsperuser``
+    plan: str = "simulate"  # ``slurm``: the walltime-only forecast is Slurm's backfill plan (``bf_resolution`` 60 s)
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -66,6 +67,7 @@ def generate(shape: Shape) -> bytes:
             "scheduling_algorithm": shape.algorithm, "system_state": shape.state,
             "node_sharing": shape.node_sharing, "maxtopdogs": shape.maxtopdogs,
             "topdogs_per_queue": shape.topdogs_per_queue,
+            **({"plan": shape.plan, "resolution": "60"} if shape.plan != "simulate" else {}),
         }),
     ]
     names = [f"q{q}" for q in range(shape.queues)]
@@ -129,6 +131,9 @@ CASES: dict[str, Shape] = {
     "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
     "juropa-array": Shape(array=5000),  # a 5,000-task array throttled to 10 (``%10``) in the queue
     "juropa-per-user": Shape(per_user=2),  # the big queue runs at most 2 jobs per user
+    # Slurm's backfill plan as the walltime-only forecast: its default bf_max_job_test=500, and every job
+    "juropa-slurm": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no"),
+    "juropa-slurm-all": Shape(plan="slurm", maxtopdogs="all", topdogs_per_queue="no"),
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
     # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
     # compression at every end, which grows much faster than the jobs (see the README)
