@@ -4,7 +4,9 @@ start, the range (with a history), and why it waits or can never run.
 
 The candidate gets the priority the configured formula gives a job submitted now; where the
 formula is the batch system's own priority (``userprio``), which jufo cannot compute for a new
-job, it gets the lowest priority of the jobs waiting, as a job with no age yet has.
+job, it gets the lowest priority of the jobs waiting, as a job with no age yet has. Where the
+formula is on the batch system's scale (Slurm's ``priority/multifactor`` as ``jufo slurm
+config`` writes it), its value stands beside the waiting jobs' own priorities in Slurm's plan.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .engine.job import Job, JobReader
 from .engine.prediction import Forecast, simulate
 from .engine.ranges import NodeCores
 from .engine.snapshot import Snapshot
+from .engine.sorter import JobSorter
 from .io.errors import InputError, Report
 from .io.lml import LmlObject
 
@@ -143,6 +146,10 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
             out.append(Answer(system, partition, None, None, None, reason=why))
             continue
         cand = candidate(snap, request, partition, report)
+        if not any(name.startswith("DATE") or name == "userprio" for name in config.formula.names):
+            # a formula on Slurm's own scale (priority/multifactor): the priority Slurm would give
+            # the candidate now, beside the priorities it gave the waiting jobs (Slurm's plan)
+            cand.data["userprio"] = repr(JobSorter(config.formula, snap.epoch, Report(quiet=True)).priority(cand, 0))
         if cand.reason:
             out.append(Answer(system, partition, None, None, None, reason=cand.reason))
             continue

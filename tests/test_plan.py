@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from jufo.cli import main
-from jufo.engine.plan import Held, NodeSpace, Plan, Request, Usage, floor_to
+from jufo.engine.plan import Held, NodeSpace, Plan, Request, Usage
+from jufo.io.dates import floor_to
 from jufo.io import lml, scontrol
 from jufo.io.dates import parse_date
 

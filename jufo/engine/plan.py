@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from . import dependency
 from .configuration import YES_NO, Configuration
-from ..io.dates import parse_date
+from ..io.dates import floor_to, parse_date
 from .job import WAITING, WAITING_STATES, Job
 from .ranges import NodeCores, lowest
 
@@ -95,16 +95,6 @@ def runs(mask: int) -> Iterable[tuple[int, int]]:
         length = ((~x) & (x + 1)).bit_length() - 1
         yield first, first + length - 1
         mask &= mask + low  # clears the lowest run
-
-
-def floor_to(t: int, step: int, offset: int) -> int:
-    """``t`` (seconds from time zero) rounded down to the grid of ``step`` seconds of the clock;
-    ``offset`` is time zero's epoch modulo ``step``.  O(1).
-
-    >>> floor_to(100, 60, 42), floor_to(18, 60, 42), floor_to(-43, 60, 42)
-    (78, 18, -102)
-    """
-    return (t + offset) // step * step - offset
 
 
 class NodeSpace:
@@ -309,7 +299,7 @@ class Plan:
         ends = [r[1] for r in self.reservations if r[1] >= start]
         if not ends:
             return 0
-        return -floor_to(-min(ends), self.resolution, -self.offset % self.resolution)
+        return floor_to(min(ends) + self.resolution - 1, self.resolution, self.offset)  # rounded up
 
     # -- the will-run test ----------------------------------------------------------------------
     def select(self, req: Request, avail: int, freed_idle: int = 0,

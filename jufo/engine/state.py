@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
+from ..io.dates import floor_to
 from .job import Job
 from .node import Machine
 from .availability import FOREVER
@@ -173,7 +174,7 @@ class SystemState(ABC):
         if grid is None:
             return end
         step, offset = grid
-        return end - (end + offset) % step + step
+        return floor_to(end, step, offset) + step
 
     def plans_between(self, resources: Any, lo: int, hi: int) -> bool:
         """Does another job's reservation on any of ``resources`` begin in ``[lo, hi)``? (The

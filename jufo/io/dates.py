@@ -153,6 +153,16 @@ def date_writer(fmt: str) -> Callable[[int], str]:
 _DURATION = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
 
 
+def floor_to(t: int, step: int, offset: int) -> int:
+    """``t`` (seconds from a time zero) rounded down to the clock's grid of ``step`` seconds;
+    ``offset`` is that time zero's epoch modulo ``step`` (Slurm's ``bf_resolution`` grid).  O(1).
+
+    >>> floor_to(100, 60, 42), floor_to(18, 60, 42), floor_to(-43, 60, 42)
+    (78, 18, -102)
+    """
+    return (t + offset) // step * step - offset
+
+
 def parse_seconds(text: str) -> int:
     """A duration: whole seconds (``3600``, ``3600.0``), ``HH:MM:SS`` or ``D-HH:MM:SS``.
 
