@@ -1147,7 +1147,7 @@ def slurm() -> None:
 
 _FROM = click.option("--from", "directory", type=click.Path(file_okay=False), default=None,
                      help="Read saved scontrol outputs from this folder (job.txt, node.txt, partition.txt, "
-                          "reservation.txt, config.txt) instead of running scontrol.")
+                          "reservation.txt, config.txt; and sdiag.txt if there) instead of running scontrol.")
 _SCONTROL_TIMEOUT = click.option("--scontrol-timeout", type=click.FloatRange(min=0.1, max=600), default=30,
                                  show_default=True, help="Seconds each scontrol call may take.")
 
@@ -1178,7 +1178,8 @@ def slurm_config(output: str, directory: str | None, scontrol_timeout: float, qu
 @guarded
 def slurm_snapshot(output: str, directory: str | None, scontrol_timeout: float) -> None:
     """Write a raw LML snapshot of this Slurm's jobs, nodes, partitions and reservations, in the keys
-    LLview 2's adapter uses, with the scheduler object jufo slurm config writes."""
+    LLview 2's adapter uses, with the scheduler object jufo slurm config writes (and, from sdiag,
+    when Slurm's backfill last planned: its walltime-only forecast is that plan)."""
     from .io import scontrol
 
     out.check_target(output)
