@@ -444,7 +444,7 @@ class Plan:
         base = partition & self.up
         now = self.now
         start_res = max(now, not_before)
-        for _ in range(1000):  # each retry moves start_res on; bounded in case of a bug
+        for _ in range(2 * len(self.space.begins) + 16):  # each retry moves start_res to a later record
             taken, moved, overlap = self._reserved(start_res, req.wall, base)
             start_res = moved
             end_time = start_res + req.wall
