@@ -19,6 +19,7 @@ from .engine.prediction import Forecast, simulate
 from .engine.ranges import NodeCores
 from .engine.snapshot import Snapshot
 from .engine.sorter import JobSorter
+from .io.dates import floor_to
 from .io.errors import InputError, Report
 from .io.lml import LmlObject
 
@@ -108,7 +109,8 @@ def candidate(snap: Snapshot, request: Request, partition: str, report: Report) 
 
 def waits_for(forecast: Forecast, job: Job) -> str:
     """Why the candidate starts when it does: the jobs (or reservation) whose end frees what it
-    gets, or "starts now"."""
+    gets — in Slurm's plan (``plan=slurm``), also planned jobs whose hold on their nodes ends
+    then (their end rounded down to ``bf_resolution``) — or "starts now"."""
     if job.start is None:
         return job.reason or "no start predicted"
     if job.start <= 0:
@@ -116,9 +118,19 @@ def waits_for(forecast: Forecast, job: Job) -> str:
     snap = forecast.snapshot
     shape = snap.machine.shape
     mine = job.resources if isinstance(job.resources, NodeCores) else None
+    config = forecast.config
+    step = (config.resolution or 60) if config.plan == "slurm" else 0
+
+    def frees_then(other: Job) -> bool:
+        if other.end is None:
+            return False
+        if other.end == job.start:
+            return True
+        return bool(step) and not other.running and floor_to(other.end, step, snap.epoch % step) == job.start
+
     ending = []
     for other in snap.jobs:
-        if other is job or other.end != job.start:
+        if other is job or not frees_then(other):
             continue
         theirs = other.resources if isinstance(other.resources, NodeCores) else None
         if mine is None or theirs is None or not mine.isdisjoint(theirs, shape):

@@ -61,6 +61,7 @@ def test_every_partition_of_a_slurm_lab_and_sorting(lab):
     # Slurm's plan: jobs 1 and 8 hold the partition's four nodes until 15:30:00 (their ends at
     # 15:30:47 rounded down to bf_resolution), job 3 then holds n01 for a minute
     assert [r["partition"] for r in only] == ["batch"] and only[0]["start"] == "2026-11-25T15:30:00"
+    assert only[0]["reason"] == "waits for jobs 1, 8 to end"  # their holds, on Slurm's grid
 
 
 def test_what_can_never_run_gets_the_reason_instead_of_a_time(lab, tmp_path):
