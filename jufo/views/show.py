@@ -169,10 +169,18 @@ def slurm_reasons(rows: list[Bar], now: int, settings: dict[str, str]) -> None:
     ...         ((1, 0, False), (2, 50, True), (3, 90, True), (4, 95, False))]
     >>> slurm_reasons(rows, 0, {"maxtopdogs": "1"}); [b.why for b in rows]
     ['StartsNow', 'Resources', 'Priority', 'Priority']
+
+    In Slurm's plan (``plan=slurm``) every planned job holds its nodes, as in Slurm, and squeue
+    says ``Resources`` of the first of each partition only:
+
+    >>> slurm_reasons(rows, 0, {"maxtopdogs": "500", "plan": "slurm"}); [b.why for b in rows]
+    ['StartsNow', 'Resources', 'Priority', 'Priority']
     """
     raw = settings.get("maxtopdogs", "1")
     limit = float("inf") if raw == "all" else int(raw) if raw.isdigit() else 1
     per_queue = settings.get("topdogs_per_queue", "no") == "yes"
+    if settings.get("plan") == "slurm":  # every job of Slurm's plan holds its nodes; squeue says
+        limit, per_queue = 1, True      # Resources of each partition's first, Priority of the rest
     held: dict[str, int] = {}
     for b in rows:
         if b.start is None:
