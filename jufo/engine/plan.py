@@ -473,7 +473,7 @@ class Plan:
                 return Planned(start, cores, False)
             first = floor_to(start, self.resolution, self.offset)
             last = floor_to(start + req.wall, self.resolution, self.offset)
-            if self.space.overlaps(nodes, first, max(last, first + self.resolution)):
+            if self.space.overlaps(nodes, first, last):  # (_test_resv_overlap: not widened to a step)
                 start_res = start
                 continue
             self.space.hold(first, last, nodes, self.resolution)
