@@ -316,3 +316,35 @@ def test_backtest_reads_sacct(tmp_path):
     result = json.loads(done.stdout)
     assert result["snapshots"] > 3 and result["forecasts"] > 10
     assert result["overall"]["walltime"]["count"] == result["forecasts"]
+
+
+def test_snapshot_reads_sdiag_per_node_cores_and_node_ranges(tmp_path):
+    """``sdiag.txt`` beside the saved outputs gives the scheduler object ``plan_time`` (when
+    Slurm's backfill last planned); a running job's cores per node come from ``--detail``'s
+    ``CPU_IDs`` (a 6-core job on two 4-core nodes holds 4 + 2, not 3 + 3); a pending job's
+    ``NumNodes=min-max`` gives ``numnodes_max`` (``unlimited`` where only cores were asked)."""
+    import shutil
+
+    cap = tmp_path / "cap"
+    shutil.copytree(LAB, cap)
+    (cap / "sdiag.txt").write_text("Main schedule statistics (microseconds):\n\tLast cycle when: x (1)\n"
+                                   "Backfilling stats\n\tTotal cycles: 7\n"
+                                   "\tLast cycle when: Wed Nov 25 15:25:59 2026 (1795620359)\n")
+    running = ("JobId=99 JobName=w UserId=jlab1(1001) GroupId=jlab1(1001) Priority=1 Account=lab QOS=normal "
+               "JobState=RUNNING Reason=None Dependency=(null) RunTime=00:00:10 TimeLimit=00:05:00 "
+               "SubmitTime=2026-11-25T15:25:40 StartTime=2026-11-25T15:25:51 EndTime=2026-11-25T15:30:51 "
+               "Partition=shared NodeList=n[05-06] NumNodes=2 NumCPUs=6 NumTasks=6 CPUs/Task=1 "
+               "JOB_GRES=(null)   Nodes=n05 CPU_IDs=0-3 Mem=0 GRES=   Nodes=n06 CPU_IDs=0-1 Mem=0 GRES= "
+               "OverSubscribe=OK\n")
+    with open(cap / "job.txt", "a") as fh:
+        fh.write(running)
+    snap = tmp_path / "snap.xml"
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+    doc = lml.read(str(snap))
+    assert doc.of_type("scheduler")[0].data["plan_time"] == "11/25/26-15:25:59"
+    jobs = {o.data["step"]: o.data for o in doc.of_type("job")}
+    assert jobs["99"]["nodelist"] == "(n05,4)(n06,2)"
+    assert jobs["1"]["numnodes_max"] == "2" and jobs["4"]["numnodes_max"] == "unlimited"
+    (cap / "sdiag.txt").write_text("sdiag: error: access denied\n")  # no pass time: none written
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+    assert "plan_time" not in lml.read(str(snap)).of_type("scheduler")[0].data
