@@ -67,7 +67,7 @@ def planned_start(job: str, after: int | None, wait: float = 60) -> int | None:
 def actual_starts(rows: list[dict], wait: float = 1800) -> None:
     """Wait until every submitted candidate has started; its start, relative to the question."""
     end = time.time() + wait
-    while time.time() < end:
+    while True:
         left = 0
         for r in rows:
             if "actual" in r or not r.get("job"):
@@ -77,9 +77,11 @@ def actual_starts(rows: list[dict], wait: float = 1800) -> None:
             start = re.search(r"StartTime=(\S+)", out)
             if state and state.group(1) != "PENDING" and start and start.group(1)[:1].isdigit():
                 r["actual"] = parse_date(start.group(1))[0] - r["at"]
-            else:
+            elif state:
                 left += 1
-        if not left:
+            else:  # finished and purged (MinJobAge) before it was looked at: its start is unknown
+                r["actual"] = None
+        if not left or time.time() >= end:
             return
         time.sleep(5)
 
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
                     row["job"] = submit(args.user, nodes, limit, args.partition)
                     planned = planned_start(row["job"], before) if row["job"] else None
                     row["planned"] = planned - now if planned is not None else None
+                    actual_starts([r for r in rows if "actual" not in r], wait=0)  # before they are purged
                 rows.append(row)
             if k + 1 < args.rounds:
                 time.sleep(args.pause)
