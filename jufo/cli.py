@@ -1046,13 +1046,16 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
               show_default=True, help="With --history: the share of real starts the range is to hold.")
 @click.option("--by", type=click.Choice(["start", "end"]), default="start", show_default=True,
               help="Sort by start, or by end (the completion-time criterion of meta-scheduling).")
+@click.option("--test-only", "with_test_only", is_flag=True,
+              help="Also what sbatch --test-only would answer: Slurm's quick estimate, from the running jobs and "
+                   "the work queued ahead, planning no other job (column TEST_ONLY, JSON start_test_only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
 @guarded
 @_needs_stdout
 def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, time_text: str,
            partition: str | None, user: str, account: str, qos: str, systems: tuple[str, ...],
            configs: tuple[str, ...], overrides: tuple[str, ...], histories: tuple[str, ...], coverage: float,
-           by: str, as_json: bool) -> None:
+           by: str, with_test_only: bool, as_json: bool) -> None:
     """When would a job start if submitted now? Inserts it at each snapshot's system time, in
     every partition it could go to (or those of -p), and prints start, end, the walltime-only
     start, the range (with --history) and why it waits."""
@@ -1097,7 +1100,7 @@ def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, 
         path = history_of.get(name or "", history_of.get(""))
         if path:
             learned = _whatif_learned(path, config, coverage)
-        answers += wi.answer(label, snap, config, request, parts, queue_data, report, learned)
+        answers += wi.answer(label, snap, config, request, parts, queue_data, report, learned, with_test_only)
     answers = wi.sort_answers(answers, by)
 
     def iso(t: int | None) -> str | None:
@@ -1108,13 +1111,16 @@ def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, 
             "request": {"wall": request.wall, "nodes": request.nodes, "cores": request.cores, "user": request.user},
             "answers": [{"system": a.system, "partition": a.partition, "start": iso(a.start), "end": iso(a.end),
                          "start_wall": iso(a.start_wall), "start_lo": iso(a.start_lo), "start_hi": iso(a.start_hi),
-                         "coverage": a.coverage, "reason": a.reason} for a in answers]}))
+                         "coverage": a.coverage, "reason": a.reason,
+                         **({"start_test_only": iso(a.test_only)} if with_test_only else {})} for a in answers]}))
         return
-    rows = [("SYSTEM", "PARTITION", "START", "END", "START_WALL", "RANGE", "WHY")]
+    rows = [("SYSTEM", "PARTITION", "START", "END", "START_WALL", *(("TEST_ONLY",) if with_test_only else ()),
+             "RANGE", "WHY")]
     for a in answers:
         span = f"{iso(a.start_lo)}..{iso(a.start_hi)} ({a.coverage:.0%})" if a.start_lo is not None else ""
+        quick = ((iso(a.test_only) or "N/A"),) if with_test_only else ()
         rows.append((a.system, a.partition, iso(a.start) or "N/A", iso(a.end) or "N/A", iso(a.start_wall) or "N/A",
-                     span, a.reason))
+                     *quick, span, a.reason))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])

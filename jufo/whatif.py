@@ -18,6 +18,8 @@ from .engine.job import Job, JobReader
 from .engine.prediction import Forecast, simulate
 from .engine.ranges import NodeCores
 from .engine.snapshot import Snapshot
+from .engine.node_state import NodeState
+from .engine.plan import test_only
 from .engine.sorter import JobSorter
 from .io.dates import floor_to
 from .io.errors import InputError, Report
@@ -51,6 +53,7 @@ class Answer:
     start_hi: int | None = None
     coverage: float | None = None
     reason: str = ""
+    test_only: int | None = None  # what sbatch --test-only would say (asked for with test_only)
 
 
 def partitions_of(snap: Snapshot) -> list[str]:
@@ -148,9 +151,11 @@ def waits_for(forecast: Forecast, job: Job) -> str:
 
 
 def answer(system: str, snap: Snapshot, config: Configuration, request: Request, partitions: list[str],
-           queue_data: dict[str, dict[str, str]], report: Report, learned=None) -> list[Answer]:
+           queue_data: dict[str, dict[str, str]], report: Report, learned=None,
+           with_test_only: bool = False) -> list[Answer]:
     """Each partition's answer for ``request`` on one system. ``learned(snap) -> (start, lo, hi,
-    coverage) or None``: the history's forecast of the candidate, where a history is given."""
+    coverage) or None``: the history's forecast of the candidate, where a history is given.
+    ``with_test_only``: also what ``sbatch --test-only`` would answer (``plan.test_only``)."""
     out = []
     for partition in partitions:
         why = never(snap, queue_data, partition, request)
@@ -173,6 +178,9 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
         end = None if job.end is None else epoch + job.end
         found = learned(trial) if learned is not None and start is not None else None
         row = Answer(system, partition, start, end, start, reason=waits_for(forecast, job))
+        if with_test_only and isinstance(forecast.simulation.state, NodeState):
+            quick = test_only(trial, config, forecast.simulation, job)
+            row.test_only = None if quick is None else epoch + quick
         if found is not None:
             best, lo, hi, coverage = found
             row.start, row.start_lo, row.start_hi, row.coverage = best, lo, hi, coverage

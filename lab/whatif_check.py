@@ -118,11 +118,13 @@ def main(argv: list[str] | None = None) -> None:
             for nodes, limit in candidates:
                 slurm = test_only(args.user, nodes, limit, args.partition)
                 answer = json.loads(jufo("whatif", snap, "--config", site, "-N", str(nodes), "-t", str(limit),
-                                         "--user", args.user, "--json",
+                                         "--user", args.user, "--json", "--test-only",
                                          *(["-p", args.partition] if args.partition else [])))["answers"][0]
                 mine = parse_date(answer["start"])[0] if answer["start"] else None
+                quick = parse_date(answer["start_test_only"])[0] if answer.get("start_test_only") else None
                 row = {"round": k, "nodes": nodes, "limit_min": limit, "slurm": slurm - now if slurm else None,
-                       "jufo": mine - now if mine else None, "reason": answer["reason"], "at": now}
+                       "jufo": mine - now if mine else None, "jufo_test_only": quick - now if quick else None,
+                       "reason": answer["reason"], "at": now}
                 if args.submit:
                     before = last_pass()
                     row["job"] = submit(args.user, nodes, limit, args.partition)
@@ -138,6 +140,11 @@ def main(argv: list[str] | None = None) -> None:
     within = sum(abs(r["slurm"] - r["jufo"]) <= 60 for r in both)
     summary = {"candidates": len(rows), "compared": len(both), "within_60s": within / len(both) if both else None,
                "differ": [r for r in both if abs(r["slurm"] - r["jufo"]) > 60]}
+    quick = [r for r in rows if r["slurm"] is not None and r.get("jufo_test_only") is not None]
+    if quick:  # jufo whatif --test-only against sbatch --test-only itself
+        summary["test_only"] = {"compared": len(quick),
+                                "within_60s": sum(abs(r["slurm"] - r["jufo_test_only"]) <= 60 for r in quick) / len(quick),
+                                "differ": [r for r in quick if abs(r["slurm"] - r["jufo_test_only"]) > 60]}
     planned = [r for r in rows if r.get("planned") is not None and r["jufo"] is not None]
     if planned:
         summary["plan"] = {"compared": len(planned),
@@ -158,6 +165,9 @@ def main(argv: list[str] | None = None) -> None:
               f"{within} ({summary['within_60s']:.1%})" if both else "no answers to compare")
         for r in summary["differ"]:
             print("  differ:", r)
+        if "test_only" in summary:
+            print(f"jufo whatif --test-only within 60 s of sbatch --test-only: {summary['test_only']['within_60s']:.1%} "
+                  f"of {summary['test_only']['compared']}")
         if "plan" in summary:
             plan = summary["plan"]
             print(f"jufo whatif within 60 s of the start Slurm's backfill planned for the submitted candidate: "

@@ -541,6 +541,49 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
     return planned
 
 
+def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) -> int | None:
+    """What ``sbatch --test-only`` would answer for the pending ``job`` (seconds from time zero;
+    None where it finds no room): Slurm's quick estimate (``job_start_data``), which plans no
+    other pending job. The will-run test against the running jobs alone, on the partition's
+    nodes outside advance reservations, then delayed by the work queued ahead of it in its
+    partition spread over the partition's CPUs (``_delayed_job_start_time``: each pending job of
+    equal or higher priority counts its CPUs, at least whole nodes, times its limit in
+    minutes).  O(running + pending)."""
+    machine = snap.machine
+    plan = _pass_of(snap, config, 0)
+    whole = _whole(job, config)
+    partition = machine.eligible(job.queue, 1 if whole else job.cores_per_node, job.gpus_per_node, job.memory)
+    start_res = max(0, job.arrival)
+    taken, start_res, _ = plan._reserved(start_res, job.wall, partition & plan.up)
+    req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
+                  job.wall)
+    found = plan.will_run(req, partition & plan.up & ~taken)
+    if found is None:
+        return None
+    members = [node for node in machine.nodes if node.limit(job.queue) > 0]
+    part_nodes, part_cpus = len(members), sum(node.ncores for node in members)
+    per_node = part_cpus // part_nodes if part_cpus > part_nodes else 1
+    mine = _priority(job, sim)
+    ahead, arrays = 0, set()
+    for other in snap.jobs:  # (a pending array is one job record in Slurm: its first task counts)
+        if (other is job or other.running or other.read_reason is not None or other.queue != job.queue
+                or other.array in arrays or _priority(other, sim) < mine):
+            continue
+        if other.array is not None:
+            arrays.add(other.array)
+        ahead += max(other.total_cores, other.nodes * per_node) * (other.wall // 60)
+    delay = ahead // max(part_cpus, 1) * 60
+    return max(found[0] + delay, start_res, 0)
+
+
+def _priority(job: Job, sim: Simulation) -> float:
+    """The priority Slurm last computed (``userprio``), else the configured formula's."""
+    try:
+        return float(job.data["userprio"])
+    except (KeyError, ValueError):
+        return sim.sorter.priority(job, 0)
+
+
 def _pass_of(snap: Snapshot, config: Configuration, now: int) -> Plan:
     """The pass over the snapshot's machine: its usable nodes, the running jobs (ending at their
     start plus their limit, as Slurm sees them), its reservations and the planning grid."""
@@ -580,19 +623,13 @@ def _tested(snap: Snapshot, sim: Simulation) -> list[Job]:
     jobs = [job for job in snap.jobs if not job.running and job.read_reason is None and job.leader is None
             and job.het is None and job.limited is None and job not in bound and job not in deps and job.wall > 0]
 
-    def priority(job: Job) -> float:
-        try:
-            return float(job.data["userprio"])
-        except (KeyError, ValueError):
-            return sim.sorter.priority(job, 0)
-
     def tier(job: Job) -> float:
         try:
             return float(job.data.get("prioritytier", "0"))
         except ValueError:
             return 0.0
 
-    return sorted(jobs, key=lambda job: (-tier(job), -priority(job), job.queued, job.index))
+    return sorted(jobs, key=lambda job: (-tier(job), -_priority(job, sim), job.queued, job.index))
 
 
 def _move(job: Job, start: int) -> None:
