@@ -191,3 +191,27 @@ def test_every_plan_a_real_slurm_logged_is_reproduced_to_the_second(tmp_path):
             compared += 1
             assert mine.get(job) and parse_date(mine[job])[0] == start, (cap.name, job, mine.get(job))
     assert clean >= 150 and compared >= 6000, (clean, compared)  # measured: 169 captures, 6,415 plans
+
+
+def test_test_only_is_slurms_quick_estimate_not_its_plan():
+    """``sbatch --test-only`` (``job_start_data``) plans no other pending job: the will-run
+    test on running jobs alone, then the work queued ahead (each pending job of equal or higher
+    priority: its CPUs, at least whole nodes, times its limit in minutes) spread over the
+    partition's CPUs. On four one-core nodes with two running until +100 s and a 2-node,
+    10-minute job of higher priority waiting: Slurm's plan starts that job now and the
+    candidate when the running ones end; --test-only answers now + 2 × 10 / 4 minutes."""
+    from conftest import running, snapshot, waiting
+    from jufo.engine.plan import test_only
+    from jufo.engine.prediction import simulate
+    from jufo.engine.snapshot import prepare
+    from jufo.io.errors import Report
+
+    nodes = {f"n{i}": {"ncores": 1} for i in range(1, 5)}
+    jobs = {"a": running(1, 100, nodes=2, nodelist="(n1,1)(n2,1)"), "b": waiting(1, 600, nodes=2, userprio=10),
+            "c": waiting(1, 300, userprio=5, queuedate="01/10/12-11:30:00")}
+    snap, config = prepare(lml.parse(snapshot(jobs, nodes, {"plan": "slurm", "resolution": 60,
+                                                             "maxtopdogs": "all"})), Report(quiet=True))
+    forecast = simulate(snap, config, Report(quiet=True))
+    by_id = {job.id: job for job in snap.jobs}
+    assert by_id["b"].start == 0 and by_id["c"].start == 100  # the plan
+    assert test_only(snap, config, forecast.simulation, by_id["c"]) == 2 * 10 // 4 * 60  # the quick estimate
