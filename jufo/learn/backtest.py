@@ -11,7 +11,10 @@ calibrated range.
 
 Snapshots are independent in what costs time (the simulations): phase 1 runs them on local
 processes (``jobs``) or a Dask cluster; phase 2, the calibration, is cheap and runs in time
-order. Results do not depend on the engine.
+order. Results do not depend on the engine. What the history taught at each snapshot is not
+relearned from the records each time: each process builds the learners' indexes over the
+whole trace once (``knowledge``) and asks them as of the snapshot's time, which gives what
+learning from the records known then gives.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import Calibration, Scored
+from .calibration import C, Calibration, Scored, bucket
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare
 from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
-from .outlook import DEFAULT_COVERAGE, behaviour_for, learn
+from .knowledge import Grid, TraceKnowledge
+from .outlook import DEFAULT_COVERAGE, behaviour_for
 
 WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 3600, "1-6 h"),
                 (6 * 3600, None, "over 6 h"))
@@ -47,6 +51,7 @@ class Settings:
     cores: int = 1
     overrides: tuple[tuple[str, str], ...] = ()
     keep_days: int = KEEP_DAYS
+    grid: tuple[int, int, int] | None = None  # snapshot times (first, step, last), epoch: caps learned once
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,7 @@ def by_submit(records: list[JobRecord]) -> list[JobRecord]:
 
 _TRACES: dict[str, tuple] = {}
 _INDEXES: dict[tuple, swf.TraceIndex] = {}  # per trace and machine: which jobs each snapshot holds
+_KNOWLEDGE: dict[tuple, TraceKnowledge] = {}  # per trace, history and machine: the learners' indexes
 
 
 def _load(settings: Settings):
@@ -129,7 +135,13 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     snap, config = prepared
     source = TraceSource(records, settings.keep_days, submits)
     wall = simulate(snap.fresh(), config, report)
-    knowledge = learn(source, snap, DEFAULT_COVERAGE)
+    capacity = snap.machine.total_cores
+    known = (settings.trace, settings.keep_days, capacity, settings.grid)
+    if known not in _KNOWLEDGE:
+        _KNOWLEDGE.clear()  # one backtest at a time: the indexes of another are not kept
+        _KNOWLEDGE[known] = TraceKnowledge(records, settings.keep_days * 86400, capacity,
+                                           Grid(*settings.grid) if settings.grid else None)
+    knowledge = _KNOWLEDGE[known].learn(source, snap, DEFAULT_COVERAGE)
     learned_snap = snap.fresh()
     learned = simulate(learned_snap, config, report, behaviour=behaviour_for(learned_snap, knowledge))
     walls = {job.id: job.start for job in wall.jobs}
@@ -216,6 +228,14 @@ def _probe_dask(address: str) -> None:
     raise InputError("--dask", None, address, f"no Dask scheduler there: {why}")
 
 
+def on_grid(settings: Settings, trace, ats: list[int], every: int) -> Settings:
+    """``settings`` telling phase 1 that its snapshots lie on a grid of ``every`` seconds (so
+    the user caps are learned once for all of them, ``knowledge.CapIndex``)."""
+    if not ats:
+        return settings
+    return replace(settings, grid=(trace.epoch + ats[0], every, trace.epoch + ats[-1]))
+
+
 def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> list[list[Raw]]:
     """Phase 1 for every snapshot, in ``ats`` order, on one process, ``workers`` processes
@@ -267,22 +287,26 @@ class Forecast:
 
 def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = KEEP_DAYS) -> list[Forecast]:
     """Phase 2: each snapshot's ranges from the forecasts of earlier snapshots, scored with
-    what was known at its time (a start before it, else still waiting: censored)."""
+    what was known at its time (a start before it, else still waiting: censored) — as
+    ``Calibration`` scores them, with each forecast's horizon and observed ratio worked out
+    once, not at every later snapshot."""
     out: list[Forecast] = []
-    past: list[Raw] = []
+    past: list[tuple[Raw, int, int, float]] = []  # forecast, horizon bucket, wait + C, ratio once started
     for raws in per_snapshot:
         if not raws:
             continue
         now = raws[0].made
-        scored = []
-        for r in reversed(past):
-            if r.made < now - keep_days * 86400 or len(scored) >= SCORED_LIMIT:
+        groups: dict[int, list[tuple[float, bool]]] = {}
+        jobs: dict[int, set[str]] = {}
+        count = 0
+        for r, b, scale, ratio in reversed(past):
+            if r.made < now - keep_days * 86400 or count >= SCORED_LIMIT:
                 break
-            if r.learned is None:
-                continue
-            known = r.actual < now
-            scored.append(Scored(r.made, r.learned, r.actual if known else None, now, job=r.job))
-        calibration = Calibration(scored, coverage)
+            count += 1
+            sample = (ratio, True) if r.actual < now else ((max(now - r.made, 0) + C) / scale, False)
+            groups.setdefault(b, []).append(sample)
+            jobs.setdefault(b, set()).add(r.job or str(r.made))
+        calibration = Calibration.grouped(groups, jobs, coverage)
         for r in raws:
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))
@@ -292,7 +316,10 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
                 out.append(Forecast(r, r.learned, None, None))
             else:
                 out.append(Forecast(r, found[0], found[1], found[2]))
-        past.extend(raws)
+        for r in raws:
+            if r.learned is not None:
+                wait = max(0, r.learned - r.made)
+                past.append((r, bucket(wait), wait + C, (max(r.actual - r.made, 0) + C) / (wait + C)))
     return out
 
 
@@ -377,6 +404,8 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
     learn from every waiting job's forecast)."""
     trace = _load(settings)[0]
     ats = submit_times(trace, start, stop) if at_submit else times(trace, every, start, stop)
+    if not at_submit:
+        settings = on_grid(settings, trace, ats, every)
     raw = run_phase1(settings, ats, workers, dask, progress)
     forecasts = calibrate(raw, coverage, settings.keep_days)
     if at_submit:
@@ -395,7 +424,7 @@ def retro_forecasts(settings: Settings, start: int | None, stop: int | None, wor
     ats = times(trace, RETRO_EVERY, start, stop)
     ids = trace.ids or {}
     out = []
-    for raws in run_phase1(settings, ats, workers, None, progress):
+    for raws in run_phase1(on_grid(settings, trace, ats, RETRO_EVERY), ats, workers, None, progress):
         rows = [(ids.get(int(r.job), r.job) if r.job.isdigit() else r.job, r.learned, r.wall, r.learned,
                  None, None, None, None, "retro") for r in raws if r.learned is not None]
         if rows:

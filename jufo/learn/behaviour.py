@@ -34,17 +34,18 @@ CAP_HOURS = 6
 _SLOT_HOURS = [5] * 24 + [1] * 48
 
 
-def _add_exposure(row: list[float], start: int, end: int) -> None:
-    """Add the hours of ``[start, end)`` to the slots they fall in.  O(min(hours, 168))."""
+def _add_exposure(row: list[int], start: int, end: int) -> None:
+    """Add the seconds of ``[start, end)`` to the slots they fall in (whole seconds, so that
+    sums in any order agree).  O(min(hours, 168))."""
     weeks = (end - start) // WEEK
     if weeks:
         for s in range(SLOTS):
-            row[s] += weeks * _SLOT_HOURS[s]
+            row[s] += weeks * _SLOT_HOURS[s] * HOUR
         start += weeks * WEEK
     t = start
     while t < end:
         step = min(end, t - t % HOUR + HOUR)
-        row[slot_of(t)] += (step - t) / HOUR
+        row[slot_of(t)] += step - t
         t = step
 
 
@@ -66,7 +67,7 @@ def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WE
     if start_span(records, now, weeks) < MIN_WINDOW_WEEKS * WEEK:
         return set()
     lo = now - weeks * WEEK
-    exposure = [[0.0] * SLOTS for _ in range(CLASSES)]
+    exposure = [[0] * SLOTS for _ in range(CLASSES)]
     starts = [[0] * SLOTS for _ in range(CLASSES)]
     for rec in records:
         if rec.wall is None or rec.submit is None or rec.submit >= now:
@@ -79,16 +80,23 @@ def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WE
             _add_exposure(exposure[c], begin, stop)
         if rec.start is not None and lo <= rec.start < now:
             starts[c][slot_of(rec.start)] += 1
+    return closed_slots(exposure, starts)
+
+
+def closed_slots(exposure: list[list[int]], starts: list[list[int]]) -> set[tuple[int, int]]:
+    """The closed ``(wall class, slot)`` pairs from each class's seconds of waiting and its
+    starts per slot (each class alone; a class is judged with every longer one). Changes
+    its arguments.  O(classes × slots)."""
     closed: set[tuple[int, int]] = set()
     for c in range(CLASSES - 1, -1, -1):  # class c counts every job of class c or longer
         if c < CLASSES - 1:
             for s in range(SLOTS):
                 exposure[c][s] += exposure[c + 1][s]
                 starts[c][s] += starts[c + 1][s]
-        total_starts, total_hours = sum(starts[c]), sum(exposure[c])
-        if total_starts < MIN_STARTS or total_hours <= 0:
+        total_starts, total_seconds = sum(starts[c]), sum(exposure[c])
+        if total_starts < MIN_STARTS or total_seconds <= 0:
             continue
-        rate = total_starts / total_hours
+        rate = total_starts / total_seconds  # starts per second of waiting
         for s in range(SLOTS):
             expected = rate * exposure[c][s]
             if expected >= MIN_EXPECTED and starts[c][s] <= TOLERANCE * expected:
@@ -148,53 +156,98 @@ def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days:
     """The most jobs each user ran at once while some of theirs waited and the machine had
     room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``;
     only users with ``CAP_HOURS`` of such time. ``evidence`` (if given) gets each capped
-    user's seconds of it.
-
-    A user's state (jobs running, smallest waiting job) changes only at the user's own events;
-    between them, the time with room is read off the machine's level-time tree, so the sweep
-    is O(events log capacity) however many users wait at once.
-    """
-    from sortedcontainers import SortedList
-
+    user's seconds of it."""
     lo = now - days * DAY
-    # (time, kind, id, user, cores): ends (0) before submits (1) before starts (2) at one
-    # second, ties by job id; plain tuples sort without a key function (16,000 events a snapshot)
-    events: list[tuple[int, int, str, str, int]] = []
+    events = []
     for rec in records:
         if rec.submit is None or rec.submit >= now:
             continue
         if rec.end is not None and rec.end < lo:
             continue
-        events.append((rec.submit, 1, rec.id, rec.user, rec.cores))
-        if rec.start is not None and rec.start < now:
-            events.append((rec.start, 2, rec.id, rec.user, rec.cores))
-            if rec.end is not None and rec.end < now:
-                events.append((rec.end, 0, rec.id, rec.user, rec.cores))
+        events.extend(cap_events(rec, now))
     events.sort()
+    seconds, best = cap_segments(events, capacity, [lo, now])[0]
+    return user_caps(seconds, best, evidence)
+
+
+CapEvent = tuple[int, int, str, str, int]
+
+
+def cap_events(rec: JobRecord, before: int | None = None) -> list[CapEvent]:
+    """A job's events for ``cap_segments`` (those before ``before``, if given): ``(time, kind,
+    id, user, cores)`` with kind 0 for its end, 1 its submit, 2 its start — so that at one
+    second ends come before submits before starts, ties by job id (plain tuples sort without
+    a key function)."""
+    out: list[CapEvent] = []
+    if rec.submit is None:
+        return out
+    out.append((rec.submit, 1, rec.id, rec.user, rec.cores))
+    if rec.start is not None and (before is None or rec.start < before):
+        out.append((rec.start, 2, rec.id, rec.user, rec.cores))
+        if rec.end is not None and (before is None or rec.end < before):
+            out.append((rec.end, 0, rec.id, rec.user, rec.cores))
+    return out
+
+
+def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> list[tuple[Counter, Counter]]:
+    """Per segment ``[bounds[k], bounds[k+1])``: each user's seconds of waiting with room,
+    and the most jobs the user ran at once during them; from sorted ``events``
+    (``cap_events``). Sums and maxima over consecutive segments are what one segment
+    spanning them would give, so a window is read off the segments inside it.
+
+    A user's state (jobs running, smallest waiting job) changes only at the user's own events
+    and is closed at every bound; between them, the time with room is read off the machine's
+    level-time tree, so the sweep is O((events + bounds × users) log capacity) however many
+    users wait at once.
+
+    >>> ev = [(0, 1, "a", "u", 1), (0, 1, "b", "u", 1), (0, 2, "a", "u", 1)]  # u runs a, b waits
+    >>> [(dict(s), dict(b)) for s, b in cap_segments(ev, 10, [0, 100, 300])]
+    [({'u': 100}, {'u': 1}), ({'u': 200}, {'u': 1})]
+    """
+    from sortedcontainers import SortedList
+
     levels = _LevelTime(capacity)
     upto = levels.upto
     running: Counter = Counter()
     waiting: dict[str, SortedList] = {}
     waiting_ids: dict[str, int] = {}
     mark: dict[str, int] = {}  # user → level-time below the user's threshold when its state began
-    used = 0
-    best: Counter = Counter()
-    seconds: Counter = Counter()
-    last: int | None = None
+    segments = [(Counter(), Counter()) for _ in range(len(bounds) - 1)]
+    state = {"used": 0, "last": None, "k": -1}
+    current: list = [None, None]  # the current segment's (seconds, best); None outside every segment
 
     def settle(user: str) -> None:
         """Close the user's current state: its time with room, and its running count then."""
         queue = waiting.get(user)
         if queue:
             gained = upto(capacity - queue[0]) - mark[user]
-            if gained > 0:
-                seconds[user] += gained
-                best[user] = max(best[user], running[user])
+            if gained > 0 and current[0] is not None:
+                current[0][user] += gained
+                current[1][user] = max(current[1][user], running[user])
 
+    def advance(t: int) -> None:
+        """The machine's level held from the last event to ``t``; every bound passed closes
+        each waiting user's state and begins the next segment."""
+        while state["k"] + 1 < len(bounds) and bounds[state["k"] + 1] <= t:
+            b = bounds[state["k"] + 1]
+            if state["last"] is not None and b > state["last"]:
+                levels.add(state["used"], b - state["last"])
+                state["last"] = b
+            for user, queue in waiting.items():
+                if queue:
+                    settle(user)
+                    mark[user] = upto(capacity - queue[0])
+            state["k"] += 1
+            current[:] = segments[state["k"]] if state["k"] < len(segments) else (None, None)
+        if state["last"] is not None and t > state["last"]:
+            levels.add(state["used"], t - state["last"])
+        state["last"] = t
+
+    end = bounds[-1] if bounds else None
     for t, kind, job, user, cores in events:
-        if last is not None and t > last and t > lo:  # the machine's level held since the last event
-            levels.add(used, t - max(last, lo))
-        last = t
+        if end is not None and t >= end:
+            break
+        advance(t)
         settle(user)
         if kind == 1:
             waiting.setdefault(user, SortedList()).add(cores)
@@ -204,19 +257,23 @@ def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days:
             if asked is not None:
                 waiting[user].remove(asked)
             running[user] += 1
-            used += cores
+            state["used"] += cores
         else:
             running[user] -= 1
-            used -= cores
+            state["used"] -= cores
         queue = waiting.get(user)
         if queue:  # the user's new state begins
             mark[user] = upto(capacity - queue[0])
-    if last is not None and now > last and now > lo:
-        levels.add(used, now - max(last, lo))
-    for user in list(waiting):
-        settle(user)
-    # a user who waited with room while running nothing was held back by something else (a
-    # reservation, a dependency): that is no evidence of a cap, and no cap of 1 is made of it
+    if end is not None:
+        advance(end)
+    return segments
+
+
+def user_caps(seconds: Counter, best: Counter, evidence: dict[str, int] | None = None) -> dict[str, int]:
+    """Caps from a window's seconds of waiting with room and most jobs run then, per user.
+
+    A user who waited with room while running nothing was held back by something else (a
+    reservation, a dependency): that is no evidence of a cap, and no cap of 1 is made of it."""
     caps = {user: best[user] for user, s in sorted(seconds.items()) if s >= CAP_HOURS * HOUR and best[user] >= 1}
     if evidence is not None:
         evidence.update((user, seconds[user]) for user in caps)

@@ -141,13 +141,25 @@ class Calibration:
     """
 
     def __init__(self, scored: Iterable[Scored], coverage: float) -> None:
-        self.coverage = coverage
         groups: dict[int, list[tuple[float, bool]]] = {}
         jobs: dict[int, set[str]] = {}
         for s in scored:
             b = bucket(s.wait)
             groups.setdefault(b, []).append(s.ratio())
             jobs.setdefault(b, set()).add(s.job or str(s.made))
+        self._set(groups, jobs, coverage)
+
+    @classmethod
+    def grouped(cls, groups: dict[int, list[tuple[float, bool]]], jobs: dict[int, set[str]],
+                coverage: float) -> Calibration:
+        """A calibration from ratios already grouped by horizon bucket (``Scored.ratio``) and
+        the jobs behind each group: for a caller that keeps them between calibrations."""
+        self = cls.__new__(cls)
+        self._set(groups, jobs, coverage)
+        return self
+
+    def _set(self, groups: dict[int, list[tuple[float, bool]]], jobs: dict[int, set[str]], coverage: float) -> None:
+        self.coverage = coverage
         self.groups = groups
         self.jobs = jobs
         self.total = sum(len(g) for g in groups.values())

@@ -27,7 +27,7 @@ from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
 from ..engine.job import HELD_STATES, WAITING, Job
-from .runtime import RuntimePredictor, accuracy as runtime_accuracy
+from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy
 from ..engine.windows import WeeklyWindows
 
 
@@ -45,11 +45,10 @@ class HistorySource(Protocol):
 class Learned:
     """What the history taught, for one snapshot time."""
 
-    predictor: RuntimePredictor
+    predictor: RuntimeRules
     windows: WeeklyWindows
     user_caps: dict[str, int]
     calibration: Calibration
-    records: int  # job records it rests on
 
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
@@ -60,7 +59,7 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
     predictor = RuntimePredictor(finished)
     windows = WeeklyWindows(learn_windows(records, now), now)
     caps = learn_user_caps(records, now, snap.machine.total_cores)
-    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), len(records))
+    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage))
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:

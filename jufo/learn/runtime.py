@@ -31,7 +31,56 @@ def size_class(cores: int) -> int:
     return max(cores, 1).bit_length() - 1
 
 
-class RuntimePredictor:
+class RuntimeRules:
+    """The prediction rules over what some store of finished jobs answers: the last run
+    times per request key, the last shares of the wall per queue and size class."""
+
+    RUNS = 2  # run times averaged per key (Tsafrir's last two)
+    SHARES = 20  # shares of the wall whose median a queue or size class gives
+
+    def _runs(self, key: tuple) -> list[int] | deque:
+        """The last ``RUNS`` run times of ``key`` (a request, user+queue or user key)."""
+        raise NotImplementedError
+
+    def _shares(self, key: tuple) -> list[float] | deque:
+        """The last ``SHARES`` shares of the wall used under ``key`` (queue or size class)."""
+        raise NotImplementedError
+
+    def predict(self, user: str, queue: str, wall: int, cores: int, elapsed: int | None = None) -> tuple[int, str]:
+        """``(seconds, model)`` for a job asking ``wall`` seconds on ``cores`` cores; for a
+        running job, ``elapsed`` seconds after its start.  O(1)."""
+        seconds, model = wall, "wall"
+        for key in (("same request", user, queue, wall, cores), ("user+queue", user, queue), ("user", user)):
+            runs = self._runs(key)
+            if runs:
+                seconds, model = round(sum(runs) / len(runs)), key[0]
+                break
+        else:
+            for key in (("queue", queue), ("size class", size_class(cores))):
+                shares = self._shares(key)
+                if shares and len(shares) >= 3:
+                    seconds, model = round(wall * statistics.median(shares)), key[0]
+                    break
+        seconds = max(1, min(seconds, wall)) if wall > 0 else 0
+        if elapsed is not None and seconds <= elapsed and seconds < wall:
+            while seconds < elapsed + RAISE_MIN:
+                seconds *= 2
+            seconds, model = min(seconds, wall), f"{model}, raised"
+        return seconds, model
+
+
+def run_keys(rec: JobRecord) -> tuple[tuple, tuple, tuple]:
+    """The keys a finished job's run time is learned under, most specific first."""
+    return (("same request", rec.user, rec.queue, rec.wall, rec.cores), ("user+queue", rec.user, rec.queue),
+            ("user", rec.user))
+
+
+def share_keys(rec: JobRecord) -> tuple[tuple, tuple]:
+    """The keys a finished job's share of its wall is learned under."""
+    return ("queue", rec.queue), ("size class", size_class(rec.cores))
+
+
+class RuntimePredictor(RuntimeRules):
     """Predicts run times from finished jobs, fed in the order they ended.
 
     >>> p = RuntimePredictor()
@@ -48,8 +97,8 @@ class RuntimePredictor:
     """
 
     def __init__(self, records: Iterable[JobRecord] = ()) -> None:
-        self._last: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=2))
-        self._share: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=20))
+        self._last: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=self.RUNS))
+        self._share: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=self.SHARES))
         for rec in records:
             self.add(rec)
 
@@ -58,35 +107,18 @@ class RuntimePredictor:
         run = rec.runtime
         if run is None or run < 0:
             return
-        self._last[("same request", rec.user, rec.queue, rec.wall, rec.cores)].append(run)
-        self._last[("user+queue", rec.user, rec.queue)].append(run)
-        self._last[("user", rec.user)].append(run)
+        for key in run_keys(rec):
+            self._last[key].append(run)
         if rec.wall:
             share = min(run / rec.wall, 1.0)
-            self._share[("queue", rec.queue)].append(share)
-            self._share[("size class", size_class(rec.cores))].append(share)
+            for key in share_keys(rec):
+                self._share[key].append(share)
 
-    def predict(self, user: str, queue: str, wall: int, cores: int, elapsed: int | None = None) -> tuple[int, str]:
-        """``(seconds, model)`` for a job asking ``wall`` seconds on ``cores`` cores; for a
-        running job, ``elapsed`` seconds after its start.  O(1)."""
-        seconds, model = wall, "wall"
-        for key in (("same request", user, queue, wall, cores), ("user+queue", user, queue), ("user", user)):
-            runs = self._last.get(key)
-            if runs:
-                seconds, model = round(sum(runs) / len(runs)), key[0]
-                break
-        else:
-            for key in (("queue", queue), ("size class", size_class(cores))):
-                shares = self._share.get(key)
-                if shares and len(shares) >= 3:
-                    seconds, model = round(wall * statistics.median(shares)), key[0]
-                    break
-        seconds = max(1, min(seconds, wall)) if wall > 0 else 0
-        if elapsed is not None and seconds <= elapsed and seconds < wall:
-            while seconds < elapsed + RAISE_MIN:
-                seconds *= 2
-            seconds, model = min(seconds, wall), f"{model}, raised"
-        return seconds, model
+    def _runs(self, key: tuple) -> deque | None:
+        return self._last.get(key)
+
+    def _shares(self, key: tuple) -> deque | None:
+        return self._share.get(key)
 
 
 def accuracy(records: Iterable[JobRecord], group: Callable[[JobRecord], str]) -> dict[str, dict[str, float]]:
