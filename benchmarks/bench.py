@@ -265,6 +265,7 @@ HPC2N = os.path.join(TRACES, "HPC2N-2002-2.1-cln.swf.gz")
 TRACE_COMMANDS = {
     "hpc2n-import": ["history", "import", HPC2N, "--history", "{tmp}.db"],
     "kth-backtest": ["backtest", KTH, "-P", "2", "--json"],
+    "hpc2n-backtest": ["backtest", HPC2N, "-P", "2", "--json"],
     # conservative backfilling, real run times (compression at every early end) against exact ones
     "kth-conservative-real": ["replay", KTH, "--set", "maxtopdogs=all", "-q", "--json"],
     "kth-conservative-exact": ["replay", KTH, "--set", "maxtopdogs=all", "--exact", "-q", "--json"],

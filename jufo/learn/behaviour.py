@@ -213,7 +213,6 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
     waiting_ids: dict[str, int] = {}
     mark: dict[str, int] = {}  # user → level-time below the user's threshold when its state began
     segments = [(Counter(), Counter()) for _ in range(len(bounds) - 1)]
-    state = {"used": 0, "last": None, "k": -1}
     current: list = [None, None]  # the current segment's (seconds, best); None outside every segment
 
     def settle(user: str) -> None:
@@ -225,29 +224,34 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
                 current[0][user] += gained
                 current[1][user] = max(current[1][user], running[user])
 
-    def advance(t: int) -> None:
-        """The machine's level held from the last event to ``t``; every bound passed closes
-        each waiting user's state and begins the next segment."""
-        while state["k"] + 1 < len(bounds) and bounds[state["k"] + 1] <= t:
-            b = bounds[state["k"] + 1]
-            if state["last"] is not None and b > state["last"]:
-                levels.add(state["used"], b - state["last"])
-                state["last"] = b
+    used, last, k = 0, None, -1  # cores in use, the last event's time, the current segment
+    end = bounds[-1] if bounds else None
+    following = bounds[0] if bounds else None  # the next bound to pass
+
+    def cross(t: int) -> None:
+        """Pass every bound up to ``t``: the level held until each, each waiting user's state
+        closed there, the next segment begun."""
+        nonlocal last, k, following
+        while following is not None and following <= t:
+            if last is not None and following > last:
+                levels.add(used, following - last)
+                last = following
             for user, queue in waiting.items():
                 if queue:
                     settle(user)
                     mark[user] = upto(capacity - queue[0])
-            state["k"] += 1
-            current[:] = segments[state["k"]] if state["k"] < len(segments) else (None, None)
-        if state["last"] is not None and t > state["last"]:
-            levels.add(state["used"], t - state["last"])
-        state["last"] = t
+            k += 1
+            current[:] = segments[k] if k < len(segments) else (None, None)
+            following = bounds[k + 1] if k + 1 < len(bounds) else None
 
-    end = bounds[-1] if bounds else None
     for t, kind, job, user, cores in events:
         if end is not None and t >= end:
             break
-        advance(t)
+        if following is not None and t >= following:
+            cross(t)
+        if last is not None and t > last:  # the machine's level held since the last event
+            levels.add(used, t - last)
+        last = t
         settle(user)
         if kind == 1:
             waiting.setdefault(user, SortedList()).add(cores)
@@ -257,15 +261,15 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
             if asked is not None:
                 waiting[user].remove(asked)
             running[user] += 1
-            state["used"] += cores
+            used += cores
         else:
             running[user] -= 1
-            state["used"] -= cores
+            used -= cores
         queue = waiting.get(user)
         if queue:  # the user's new state begins
             mark[user] = upto(capacity - queue[0])
     if end is not None:
-        advance(end)
+        cross(end)
     return segments
 
 
