@@ -57,6 +57,37 @@ def test_malformed_records_name_file_line_and_key(text, where, key):
     assert str(err.value).startswith(where) and (key is None or key in str(err.value))
 
 
+def multiline(text: str, per_line: int = 4) -> str:
+    """A ``--oneliner`` listing in scontrol's default form: each record's tokens over several
+    lines, the later ones indented by three blanks, records parted by a blank line."""
+    out = []
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or not scontrol._KEY.match(tokens[0]):
+            out.append(line)
+            continue
+        rows = [" ".join(tokens[i:i + per_line]) for i in range(0, len(tokens), per_line)]
+        out.append("\n".join([rows[0]] + ["   " + r for r in rows[1:]]) + "\n")
+    return "\n".join(out) + "\n"
+
+
+def test_scontrols_default_form_reads_as_the_oneliner_form(tmp_path):
+    """An admin who saved ``scontrol show job`` without ``--oneliner`` gets the same snapshot."""
+    other = tmp_path / "multi"
+    shutil.copytree(LAB, other)
+    ids = {"job.txt": "JobId", "node.txt": "NodeName", "partition.txt": "PartitionName",
+           "reservation.txt": "ReservationName"}
+    for name, key in ids.items():
+        text = (LAB / name).read_text()
+        (other / name).write_text(multiline(text))
+        assert scontrol.parse_records((other / name).read_text(), name, key) == scontrol.parse_records(text, name, key)
+    assert (other / "job.txt").read_text().count("\n   ") > 20  # it really is the other form
+    a, b = tmp_path / "a.xml", tmp_path / "b.xml"
+    assert run("slurm", "snapshot", "--from", str(LAB), "-o", str(a)).exit_code == 0
+    assert run("slurm", "snapshot", "--from", str(other), "-o", str(b)).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
 def test_config_reads_the_real_output():
     cfg = scontrol.parse_config((LAB / "config.txt").read_text(), "config.txt")
     assert cfg["SchedulerType"] == "sched/backfill" and cfg["PriorityType"] == "priority/multifactor"

@@ -33,7 +33,8 @@ class SlurmTextError(InputError):
 
 
 def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
-    """The records of a ``--oneliner`` listing, one dict a line; a value that holds blanks
+    """The records of a ``--oneliner`` listing, one dict a line (or of scontrol's default form,
+    a record over several indented lines); a value that holds blanks
     (``OS=Linux 6.1 #1 SMP``) keeps them. The first occurrence of a key wins; ``--detail``
     repeats ``Nodes=`` and ``CPU_IDs=`` per node group: those pairs are kept together under
     ``_cpus`` (``n30=0-3;n31=0-1``). Each record must have ``id_key``.  O(characters).
@@ -42,7 +43,7 @@ def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
     [{'JobId': '7', 'JobName': 'a b', 'UserId': 'u(1)', 'Nodes': 'n1', 'CPU_IDs': '0-3', '_cpus': 'n1=0-3;n2=1'}]
     """
     records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in _record_lines(text):
         if not line.strip() or _EMPTY.match(line.strip()):
             continue
         record: dict[str, str] = {}
@@ -72,6 +73,27 @@ def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
             record["_cpus"] = ";".join(groups)
         records.append(record)
     return records
+
+
+def _record_lines(text: str) -> list[tuple[int, str]]:
+    """``(line number, record)`` per record: a ``--oneliner`` line, or scontrol's default form
+    (a record's first line, then lines indented under it, records parted by a blank line)
+    joined into one line. O(characters).
+
+    >>> _record_lines("JobId=1 JobName=a\\n   UserId=u(1)\\n\\nJobId=2\\n")
+    [(1, 'JobId=1 JobName=a UserId=u(1)'), (4, 'JobId=2')]
+    """
+    out: list[tuple[int, str]] = []
+    open_record = False  # the last record may go on in an indented line
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            open_record = False
+        elif line[:1].isspace() and open_record:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {line.strip()}")
+        else:
+            out.append((lineno, line))
+            open_record = True
+    return out
 
 
 def parse_config(text: str, source: str) -> dict[str, str]:
