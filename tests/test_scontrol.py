@@ -258,6 +258,31 @@ def test_snapshot_validates_and_predicts_as_slurm_plans(lab_snapshot, tmp_path):
     assert parse_date(jobs["9"]["jufo_starttime"]) >= parse_date(jobs["8"]["jufo_endtime"])  # afterany:8
 
 
+def test_a_gpu_job_goes_only_to_nodes_with_its_gpus(tmp_path):
+    """n08 has 2 GPUs (``Gres``); pending job 7 of the shared partition asks 2 (``TRES``): its
+    forecast puts it on n08, where without GPUs it went elsewhere."""
+    gpu = tmp_path / "gpu"
+    shutil.copytree(LAB, gpu)
+    nodes = [line.replace("Gres=(null)", "Gres=gpu:tesla:2(S:0)") if line.startswith("NodeName=n08 ") else line
+             for line in (LAB / "node.txt").read_text().splitlines()]
+    (gpu / "node.txt").write_text("\n".join(nodes) + "\n")
+    jobs = [line.replace("TRES=cpu=1,mem=1000M,node=1,billing=1", "TRES=cpu=1,mem=1000M,node=1,billing=1,gres/gpu=2")
+            if line.startswith("JobId=7 ") else line for line in (LAB / "job.txt").read_text().splitlines()]
+    (gpu / "job.txt").write_text("\n".join(jobs) + "\n")
+    placed = {}
+    for name, folder in (("plain", LAB), ("gpu", gpu)):
+        raw, out = tmp_path / f"{name}.xml", tmp_path / f"{name}-out.xml"
+        assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
+        assert run("predict", str(raw), "-o", str(out), "-q").exit_code == 0
+        doc = lml.read(str(out))
+        placed[name] = {o.data["step"]: o.data for o in doc.of_type("job")}["7"]
+        if name == "gpu":
+            assert {o.id: o.data for o in doc.of_type("node")}["n08"]["gpus"] == "2"
+    assert placed["gpu"]["totalgpus"] == "2" and "totalgpus" not in placed["plain"]
+    assert "n08" in placed["gpu"]["jufo_nodelist"] and "n05" not in placed["gpu"]["jufo_nodelist"]
+    assert "n08" not in placed["plain"]["jufo_nodelist"]
+
+
 def test_exclusive_jobs_take_whole_nodes(tmp_path):
     """Without the key, a 2-node job showing one core per node packs beside a running job."""
     nodes = {"n1": 4, "n2": 4}

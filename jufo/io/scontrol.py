@@ -280,9 +280,9 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
                 else node.get("CPULoad", ""), "features": node.get("ActiveFeatures", ""),
                 "reason": node.get("Reason", ""), "allocmem": node.get("AllocMem", ""),
                 "freemem": node.get("FreeMem", "")}
-        gres = re.search(r"gpu(?::[^:,(]+)?:(\d+)", node.get("Gres", ""))
-        if gres:
-            data["gpus"] = gres.group(1)
+        gpus = node_gpus(node)
+        if gpus:
+            data["gpus"] = str(gpus)
         if name in classes:
             data["classes"] = classes[name]
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
@@ -307,6 +307,40 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
                 data[key] = ""
         objects.append((f"r{k}", "reservation", {key: v for key, v in data.items() if v != ""}))
     return objects
+
+
+_GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)")  # gpu:4, gpu:a100:4(S:0-1), in a Gres list
+_TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)")  # the untyped total, not gres/gpu:a100=4
+
+
+def node_gpus(node: dict[str, str]) -> int:
+    """A node's GPUs: ``CfgTRES``'s ``gres/gpu=N``, else the sum of ``Gres``'s gpu entries.
+
+    >>> node_gpus({"Gres": "gpu:a100:4(S:0-1),gpu:v100:2"}), node_gpus({"CfgTRES": "cpu=8,gres/gpu=4"})
+    (6, 4)
+    >>> node_gpus({"Gres": "(null)"})
+    0
+    """
+    tres = _TRES_GPU.search(node.get("CfgTRES", ""))
+    if tres:
+        return int(tres.group(1))
+    return sum(int(n) for n in _GRES_GPU.findall(node.get("Gres", "")))
+
+
+def job_gpus(job: dict[str, str], nodes: int) -> int:
+    """A job's GPUs: ``TRES``'s ``gres/gpu=N`` (what it holds, or asks while pending), else
+    ``TresPerNode``'s count (``gres:gpu:4``, ``gres/gpu:4``) times its nodes.
+
+    >>> job_gpus({"TRES": "cpu=8,mem=4G,node=2,billing=8,gres/gpu=8,gres/gpu:a100=8"}, 2)
+    8
+    >>> job_gpus({"TresPerNode": "gres:gpu:a100:4"}, 3), job_gpus({"TRES": "cpu=1,node=1"}, 1)
+    (12, 0)
+    """
+    tres = _TRES_GPU.search(job.get("TRES", ""))
+    if tres:
+        return int(tres.group(1))
+    per_node = re.search(r"(?:^|,)gres[:/]gpu(?::[^:,]+)?:(\d+)", job.get("TresPerNode", ""))
+    return int(per_node.group(1)) * nodes if per_node else 0
 
 
 def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]) -> dict[str, str]:
@@ -354,6 +388,9 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
     for key in ("ArrayJobId", "ArrayTaskId", "Reservation", "HetJobId", "HetJobIdSet", "HetJobOffset"):
         if job.get(key, "(null)") != "(null)":
             data[key if key.startswith(("Array", "Het")) else key.lower()] = job[key]
+    gpus = job_gpus(job, int(nodes))
+    if gpus:
+        data["totalgpus"] = str(gpus)
     if _exclusive_job(job):
         data["exclusive"] = "yes"
     data["prioritytier"] = tiers.get(job.get("Partition", ""), "1")
