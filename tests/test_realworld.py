@@ -94,6 +94,24 @@ def test_node_states(tmp_path):
     assert jobs["b"]["jufo_starttime"] == "01/10/12-12:00:10"
 
 
+@pytest.mark.parametrize("state", ["NodeState", "AttributeState"])
+def test_slurm_node_states_as_llview2_leaves_them(tmp_path, state):
+    """LLview 2 maps a few of Slurm's node states and leaves the rest as Slurm wrote them: a
+    draining node (with a running job, which goes on) and one not responding (``*``) take no
+    new job; a powered-down one does (Slurm boots it). The draining node's job holds no core
+    another job could have had: b starts when a ends, not when the draining node's job does."""
+    nodes = {"drain": {"ncores": 4, "state": "MIXED+DRAIN"}, "noresp": {"ncores": 4, "state": "IDLE*"},
+             "cloud": {"ncores": 4, "state": "IDLE+CLOUD+POWERED_DOWN"}}
+    jobs = {"r": running(2, 600, nodelist="(drain,2)"), "a": waiting(4, 100),
+            "b": waiting(4, 100, queued="01/10/12-11:10:00")}
+    out, _ = predict(tmp_path, snapshot(jobs, nodes=nodes, scheduler={"system_state": state}))
+    got = predictions(out)
+    assert got["a"]["jufo_starttime"] == "01/10/12-12:00:00" and got["b"]["jufo_starttime"] == "01/10/12-12:01:40"
+    assert got["r"]["jufo_endtime"] == "01/10/12-12:10:00"
+    if state == "NodeState":
+        assert got["a"]["jufo_nodelist"] == got["b"]["jufo_nodelist"] == "(cloud,4)"
+
+
 def test_size_keys(tmp_path):
     jobs = {
         "numnodes_ppn": {**waiting(1, 10), "nummachines": "", "taskspernode": "", "numnodes": 2, "ppn": 3},

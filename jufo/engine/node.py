@@ -9,11 +9,11 @@ from functools import cache, cached_property
 from ..io.errors import Report
 from ..io.hostlist import expand_hostlist
 from ..io.lml import LmlObject
+from ..io.slurm import node_takes_jobs
 from .ranges import format_ranges, full_mask
 from ..io.values import MAX_CORES_PER_NODE, MAX_COUNT, MAX_MEMORY_MB, whole
 
 _CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)|\[\s*([^:\[\]\s]+)\s*:\s*(\d+)\s*\]")
-UNUSABLE_STATES = {"down", "drained", "drain", "maint", "unknown", "offline", "fail", "failing"}
 
 
 def parse_classes(text: str) -> dict[str, int]:
@@ -194,7 +194,7 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
                 except ValueError as err:
                     report.error(obj.label, key, text, str(err))
         state = obj.data.get("state", "").strip()
-        usable = state.lower() not in UNUSABLE_STATES
+        usable = node_takes_jobs(state)
         gpus = 0
         if obj.data.get("gpus", "").strip():
             try:

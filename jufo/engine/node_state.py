@@ -186,7 +186,11 @@ class NodeState(SystemState):
         self.freed = Freed()  # where resources came back: bounds compression's looks (``earlier``)
         # free units over time (whole nodes, or cores with sharing): a count that any fit
         # needs, so searches can skip what cannot fit by count (see ``_count_fit``)
-        self.units = Changes(0, machine.total_cores if sharing else len(machine.nodes))
+        # counted on the nodes that take jobs only: a job running on a drained node holds no
+        # unit any other job could have had
+        self.usable = sum(1 << n.index for n in machine.nodes if n.usable)
+        self.unusable = self.usable != machine.all_nodes
+        self.units = Changes(0, machine.total_cores if sharing else self.usable.bit_count())
         self.counted = True  # False once allocations may overlap: the count would be too low
         # the same count on the nodes one kind of request may use (queues on their own nodes,
         # GPU nodes): mask → Changes, made when a search first needs it (see ``_pool``)
@@ -364,7 +368,11 @@ class NodeState(SystemState):
         return job.nodes * job.cores_per_node if self.sharing else job.nodes
 
     def _units(self, resources: NodeCores) -> int:
-        """Whole nodes, or cores with sharing (on nodes of one size, without a loop over them)."""
+        """Whole nodes, or cores with sharing (on nodes of one size, without a loop over them),
+        on the nodes that take jobs."""
+        if self.unusable:
+            usable = self.usable
+            resources = NodeCores(resources.full & usable, {n: m for n, m in resources.part.items() if (usable >> n) & 1})
         if not self.sharing:
             return resources.node_count()
         return resources.core_count(self.machine.shape, self.machine.cores_each)

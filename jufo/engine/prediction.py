@@ -140,9 +140,9 @@ def place_running(job: Job, state: SystemState, report: Report) -> Any:
     Cores a node list claims that another running job already holds are counted once, with
     a warning. Without node sharing a running job holds its nodes whole.
     """
-    if not isinstance(state, NodeState):
-        return job.total_cores
     machine = state.machine
+    if not isinstance(state, NodeState):
+        return _counted_cores(job, machine)
     shape = machine.shape
     if job.nodelist:
         try:
@@ -170,6 +170,23 @@ def place_running(job: Job, state: SystemState, report: Report) -> Any:
         report.warn(job.label, "nodelist", job.nodelist, "no free cores left for this running job; it holds none")
         return NodeCores()
     return found
+
+
+def _counted_cores(job: Job, machine) -> int:
+    """The cores a running job holds among the counted ones (``AttributeState``): all of them,
+    but those its node list puts on nodes that take no new job (a draining node's job holds
+    no core any other job could have had)."""
+    if not job.nodelist or machine.total_cores == sum(n.ncores for n in machine.nodes):
+        return job.total_cores
+    try:
+        entries = parse_nodelist(job.nodelist, machine, job.total_cores)
+    except ValueError:
+        return job.total_cores
+    usable = 0
+    for node, mask, count in entries:
+        if machine.nodes[node].usable:
+            usable += mask.bit_count() if mask is not None else count if count is not None else job.cores_per_node
+    return min(usable, job.total_cores)
 
 
 def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .hostlist import expand_hostlist
-from .slurm import seconds_of
+from .slurm import node_takes_jobs, seconds_of
 
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
 # lines scontrol prints instead of records when there are none
@@ -123,9 +123,9 @@ def parse_config(text: str, source: str) -> dict[str, str]:
 _NODE_STATES = {  # Slurm's base node state → LLview 2's word
     "IDLE": "Idle", "ALLOCATED": "Running", "ALLOC": "Running", "MIXED": "Running", "COMPLETING": "Running",
     "DOWN": "Down", "DRAIN": "Drained", "DRAINED": "Drained", "DRAINING": "Drained", "FAIL": "Down",
-    "FAILING": "Down", "FUTURE": "Down", "MAINT": "Maint", "NO_RESPOND": "Down", "POWER_DOWN": "Down",
-    "POWERED_DOWN": "Down", "POWERING_UP": "Down", "REBOOT": "Down", "RESERVED": "Running", "UNKNOWN": "Down",
-    "PLANNED": "Idle", "INVAL": "Down",
+    "FAILING": "Down", "FUTURE": "Down", "MAINT": "Maint", "NO_RESPOND": "Down", "NOT_RESPONDING": "Down",
+    "REBOOT": "Down", "REBOOT_ISSUED": "Down", "RESERVED": "Running", "UNKNOWN": "Down", "PLANNED": "Idle",
+    "INVAL": "Down", "OFFLINE": "Down",
 }
 _JOB_STATES = {
     "PENDING": "Pending", "CONFIGURING": "Pending", "RUNNING": "Running", "SUSPENDED": "Suspended",
@@ -136,17 +136,22 @@ _JOB_STATES = {
 
 
 def node_state(state: str) -> str:
-    """LLview 2's node state for Slurm's (``IDLE+DRAIN`` is drained, ``MIXED`` running, any flag
-    that takes the node away wins over its base state).
+    """LLview 2's node state for Slurm's: the base state's word (``MIXED`` running), or where
+    the node takes no new job (``slurm.node_takes_jobs``: ``IDLE+DRAIN``, ``IDLE*``) the
+    worst word among its parts.
 
     >>> node_state("IDLE"), node_state("MIXED"), node_state("IDLE+DRAIN"), node_state("DOWN*+NOT_RESPONDING")
     ('Idle', 'Running', 'Drained', 'Down')
+    >>> node_state("IDLE*"), node_state("IDLE+CLOUD+POWERED_DOWN"), node_state("IDLE+MAINTENANCE+RESERVED")
+    ('Down', 'Idle', 'Idle')
     """
     parts = [p.rstrip("*~#!%$@^-") for p in state.upper().split("+")]
     words = [_NODE_STATES.get(p, "") for p in parts]
-    for worst in ("Down", "Maint", "Drained"):
-        if worst in words:
-            return worst
+    if not node_takes_jobs(state):
+        for worst in ("Down", "Maint", "Drained"):
+            if worst in words:
+                return worst
+        return "Down"  # not responding
     return words[0] or state
 
 

@@ -1,4 +1,5 @@
-"""What Slurm, and LLview 2's Slurm adapter, write in a job's ``state`` and ``reason``, by meaning.
+"""What Slurm, and LLview 2's Slurm adapter, write in a job's ``state`` and ``reason`` and a
+node's ``state``, by meaning.
 
 LLview 2 (``da/rms/SLURM/slurm.py``) maps ``JobState`` to ``Running``, ``Pending``,
 ``Suspended``, ``Completed``, ``Cancelled`` or ``Failed`` (``CONFIGURING`` becomes
@@ -121,3 +122,30 @@ def seconds_of(text: str) -> int | None:
     if value > MAX_SECONDS:
         raise ValueError("more than a century")
     return value
+
+
+# a node state's parts (base state or flag) under which Slurm gives a node no new job
+NODE_BLOCKING = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "FUTURE", "MAINT", "UNKNOWN",
+                 "OFFLINE", "NO_RESPOND", "NOT_RESPONDING", "INVAL", "REBOOT", "REBOOT_ISSUED"}
+_NODE_SUFFIXES = "*~#!%$@^-"  # sinfo's and scontrol's marks: * not responding, ~ powered off, ...
+
+
+def node_takes_jobs(state: str) -> bool:
+    """Whether a node in ``state`` may be given new jobs: LLview's words (``Idle``, ``Running``,
+    ``Down``, ``Drained``, ``Maint``, ``Unknown``) or Slurm's own ``BASE+FLAG+...`` as LLview 2
+    leaves the combinations it does not map. A blocking part anywhere (``MIXED+DRAIN``: no new
+    job, its running ones go on) or a not-responding mark (``IDLE*``) takes the node away;
+    power saving (``IDLE+POWERED_DOWN``, ``IDLE~``: Slurm boots it for a job), ``RESERVED`` and
+    ``MAINTENANCE`` (the reservation objects say when and for whom), ``COMPLETING`` and
+    ``PLANNED`` do not.  O(len(state)).
+
+    >>> [node_takes_jobs(s) for s in ("Idle", "Running", "Drained", "maint", "", "MIXED+DRAIN", "IDLE*")]
+    [True, True, False, False, True, False, False]
+    >>> [node_takes_jobs(s) for s in ("IDLE+CLOUD+POWERED_DOWN", "IDLE~", "IDLE+MAINTENANCE+RESERVED+PLANNED",
+    ...                               "DOWN*+NOT_RESPONDING", "ALLOCATED+COMPLETING", "REBOOT_ISSUED")]
+    [True, True, True, False, True, False]
+    """
+    for part in state.strip().upper().split("+"):
+        if part.endswith("*") or part.rstrip(_NODE_SUFFIXES) in NODE_BLOCKING:
+            return False
+    return True
