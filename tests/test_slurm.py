@@ -124,7 +124,11 @@ def test_validate_and_show_take_several_files(tmp_path):
     ("ReqNodeNotAvail, UnavailableNodes:jrc0001", Meaning.WAITING), ("JobArrayTaskLimit", Meaning.WAITING),
     ("JobHeldUser", Meaning.HELD), ("JobHeldAdmin", Meaning.HELD), ("DependencyNeverSatisfied", Meaning.HELD),
     ("PartitionTimeLimit", Meaning.HELD), ("AssocGrpCPUMinutesLimit", Meaning.HELD),
-    ("AssocGrpBillingMinutes", Meaning.WAITING),  # not a ...Limit name: unknown reasons wait
+    ("AssocGrpBillingMinutes", Meaning.HELD), ("QOSGrpMemoryMinutes", Meaning.HELD),  # spent budgets
+    ("AssocGrpGRES", Meaning.LIMIT), ("QOSMaxGRESPerUser", Meaning.LIMIT), ("MaxJobsPerAccount", Meaning.LIMIT),
+    ("QOSMaxCpuPerNode", Meaning.HELD), ("AssocMaxGRESPerJob", Meaning.HELD), ("QOSMinGRES", Meaning.HELD),
+    ("MaxCpuRunMinsPerUser", Meaning.LIMIT), ("launch failed requeued held", Meaning.HELD),
+    ("JobHoldMaxRequeue", Meaning.HELD), ("MaxMemPerLimit", Meaning.HELD),
     ("QOSMaxWallDurationPerJobLimit", Meaning.HELD), ("Dependency", Meaning.DEPENDENCY),
     ("BeginTime", Meaning.NOT_BEFORE), ("Reservation", Meaning.RESERVATION),
     ("QOSMaxJobsPerUserLimit", Meaning.LIMIT), ("AssocGrpCpuLimit", Meaning.LIMIT),

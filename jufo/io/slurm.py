@@ -43,11 +43,16 @@ _HELD = {
     "InvalidAccount", "InvalidQOS", "QOSNotAllowed", "AccountNotAllowed", "JobLaunchFailure",
     "SystemFailure", "NonZeroExitCode", "MaxRequeueLimit", "FedJobLock", "InactiveLimit",
     "AssociationJobLimit", "AssociationResourceLimit", "AssociationTimeLimit", "QOSJobLimit",
-    "QOSResourceLimit", "QOSTimeLimit", "Deadline",
+    "QOSResourceLimit", "QOSTimeLimit", "Deadline", "DeadLine", "launch failed requeued held",
+    "JobHoldMaxRequeue", "ReservationDeleted", "ReservationInvalid", "MaxMemPerLimit",
 }
-_LIMIT = re.compile(r"^(Assoc|QOS)(Grp|Max)\w*Limit$")
-# spent budgets (GrpCPUMins, not GrpCPURunMins: run minutes free up as running jobs go on) and per-job limits
-_BUDGET = re.compile(r"(?<!Run)(Minutes|Mins)|PerJob|MinNode|MinCpu|MinGRES|MinBilling|MinMem", re.IGNORECASE)
+# association and QOS limits (Slurm's job_state_reason.c): AssocGrpCpuLimit, AssocGrpGRES,
+# QOSMaxGRESPerUser, MaxJobsPerAccount, QOSMinGRES, ...
+_LIMIT = re.compile(r"^(?:(?:Assoc|QOS)(?:Grp|Max|Min)\w+|Max\w+Per(?:Account|User))$")
+_RUN = re.compile(r"Run(?:Minutes|Mins)")  # run minutes free up as running jobs go on: a limit, no budget
+# spent budgets (GrpCPUMins, GrpBillingMinutes) and what the job itself asks beyond a limit
+# (per job, per node, below a minimum): no waiting clears them
+_BUDGET = re.compile(r"Minutes|Mins|PerJob|PerNode|^(?:Assoc|QOS)Min")
 _WAITING_PREFIXES = ("ReqNodeNotAvail", "Nodes_required", "Resources", "Priority", "None")
 
 
@@ -61,6 +66,9 @@ def classify(reason: str) -> Meaning:
     >>> [classify(r).value for r in ("Priority", "JobHeldUser", "Dependency", "BeginTime",
     ...  "QOSMaxJobsPerUserLimit", "AssocGrpCPUMinutesLimit", "Reservation", "ReqNodeNotAvail, May be reserved")]
     ['waiting', 'held', 'dependency', 'not-before', 'limit', 'held', 'reservation', 'waiting']
+    >>> [classify(r).value for r in ("AssocGrpGRES", "QOSMaxGRESPerUser", "MaxJobsPerAccount",
+    ...  "AssocGrpBillingMinutes", "QOSMaxCpuPerNode", "QOSMinGRES", "AssocGrpCPURunMinutesLimit")]
+    ['limit', 'limit', 'limit', 'held', 'held', 'held', 'limit']
     """
     reason = reason.strip()
     if not reason or reason.startswith(_WAITING_PREFIXES):
@@ -74,7 +82,7 @@ def classify(reason: str) -> Meaning:
     if reason == "Reservation":
         return Meaning.RESERVATION
     if _LIMIT.match(reason):
-        return Meaning.HELD if _BUDGET.search(reason) else Meaning.LIMIT
+        return Meaning.HELD if _BUDGET.search(_RUN.sub("", reason)) else Meaning.LIMIT
     return Meaning.WAITING
 
 
