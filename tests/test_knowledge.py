@@ -11,6 +11,7 @@ import pytest
 
 from jufo.learn import behaviour
 from jufo.learn.backtest import Settings, TraceSource, _load, snapshot_forecasts
+from jufo.engine.windows import WEEK
 from jufo.learn.knowledge import CapIndex, Grid, RuntimeIndex, WindowIndex
 from jufo.learn.runtime import RuntimePredictor
 from jufo.io.accounting import JobRecord
@@ -81,3 +82,53 @@ def test_a_backtest_on_the_grid_does_not_peek_and_matches_learning_from_scratch(
     theirs = strip(snapshot_forecasts(Settings(str(other), grid=grid), at))
     off_grid = strip(snapshot_forecasts(Settings(str(KTH)), at))  # caps learned from scratch
     assert ours == theirs == off_grid and len(ours) >= 4
+
+
+def synthetic(seed: int, jobs: int = 400, days: int = 120) -> list[JobRecord]:
+    """Sane records (start at or after submit, end at or after start) whose times fall on a
+    ten-minute grid, so that starts, ends and submits often meet snapshot times and one
+    another: the ties where an index and learning from scratch could part."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(jobs):
+        submit = 10 * DAY + rng.randrange(days * 144) * 600
+        wall = rng.choice([600, 3600, 7200, 36000, 200_000])
+        start = submit + rng.choice([0, 0, 600, 3600, rng.randrange(50) * 3600, rng.randrange(5 * 144) * 600])
+        run = rng.choice([0, wall, rng.randrange(wall // 600 + 1) * 600])
+        cores = rng.choice([1, 1, 2, 4, 8])
+        out.append(JobRecord(f"{k}", f"u{rng.randrange(6)}", queue=rng.choice(["a", "b"]), cores=cores,
+                             nodes=cores, wall=wall, submit=submit, start=start, end=start + run))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_indexes_match_learning_from_scratch_at_every_tie(seed):
+    """Every grid time of synthetic traces dense in ties: the index's run-time predictions,
+    window counts (seconds waited and starts per class and slot) and cap window (seconds
+    with room and most jobs run, per user) equal what learning from ``TraceSource`` gives;
+    run times also with a history that keeps only ten days."""
+    records = synthetic(seed)
+    capacity = 16
+    grid = Grid(20 * DAY + 600 * seed, DAY // 2, 135 * DAY)
+    windows, caps = WindowIndex(records), CapIndex(records, capacity, grid)
+    keys = [(r.user, r.queue, r.wall, r.cores) for r in records[:60]]
+    compared = {"runs": 0, "windows": 0, "caps": 0}
+    for keep_days in (90, 10):
+        source, runtimes = TraceSource(records, keep_days), RuntimeIndex(records, keep_days * DAY)
+        for now in range(grid.first, grid.last + 1, grid.step):
+            known = source.records(now)
+            finished = sorted((r for r in known if r.end is not None and r.start is not None),
+                              key=lambda r: (r.end, r.id))
+            scratch, asof = RuntimePredictor(finished), runtimes.as_of(now)
+            for user, queue, wall, cores in keys:
+                for elapsed in (None, 600):
+                    assert asof.predict(user, queue, wall, cores, elapsed) == \
+                        scratch.predict(user, queue, wall, cores, elapsed), (now, user, queue, wall, cores)
+                    compared["runs"] += 1
+            if keep_days != 90:
+                continue
+            assert windows.counts(now) == behaviour.window_counts(known, now), now
+            compared["windows"] += windows.counts(now) is not None
+            assert caps.window(now) == behaviour.cap_window(known, now, capacity), now
+            compared["caps"] += bool(caps.window(now)[0])
+    assert compared["windows"] > 100 and compared["caps"] > 100, compared

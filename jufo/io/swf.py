@@ -221,7 +221,8 @@ def trace_of_records(records, source: str) -> Trace:
         taken.add(number)
         user, group, queue = (ids[k].setdefault(v or "-", len(ids[k])) for k, v in
                               (("user", rec.user), ("group", rec.group), ("queue", rec.queue or "batch")))
-        trace.jobs.append(TraceJob(number, rec.submit - zero, rec.start - rec.submit, rec.end - rec.start,
+        # a start before the submit (a requeued job's new Submit) counts as no wait, as in SWF
+        trace.jobs.append(TraceJob(number, rec.submit - zero, max(rec.start - rec.submit, 0), rec.end - rec.start,
                                    rec.cores, rec.wall if rec.wall else -1, user, group, queue))
     trace.names = {k: list(v) for k, v in ids.items()}
     trace.ids = {job.number: rec.id for job, rec in zip(trace.jobs, sorted(usable, key=lambda r: (r.submit, r.id)))}

@@ -63,9 +63,17 @@ def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WE
     """Closed ``(wall class, slot)`` pairs, from what started when over ``weeks`` weeks before
     ``now`` (epoch seconds). Jobs without a start are waiting until ``now``. Nothing while the
     starts span less than ``MIN_WINDOW_WEEKS`` weeks: a quiet Saturday seen twice is no habit."""
+    counts = window_counts(records, now, weeks)
+    return set() if counts is None else closed_slots(*counts)
+
+
+def window_counts(records: Iterable[JobRecord], now: int,
+                  weeks: int = WINDOW_WEEKS) -> tuple[list[list[int]], list[list[int]]] | None:
+    """Per wall class and slot, the seconds jobs waited and the starts over ``weeks`` weeks
+    before ``now``; None while the starts span less than ``MIN_WINDOW_WEEKS`` weeks."""
     records = list(records)
     if start_span(records, now, weeks) < MIN_WINDOW_WEEKS * WEEK:
-        return set()
+        return None
     lo = now - weeks * WEEK
     exposure = [[0] * SLOTS for _ in range(CLASSES)]
     starts = [[0] * SLOTS for _ in range(CLASSES)]
@@ -80,7 +88,7 @@ def learn_windows(records: Iterable[JobRecord], now: int, weeks: int = WINDOW_WE
             _add_exposure(exposure[c], begin, stop)
         if rec.start is not None and lo <= rec.start < now:
             starts[c][slot_of(rec.start)] += 1
-    return closed_slots(exposure, starts)
+    return exposure, starts
 
 
 def closed_slots(exposure: list[list[int]], starts: list[list[int]]) -> set[tuple[int, int]]:
@@ -157,6 +165,13 @@ def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days:
     room (``capacity`` cores) for the smallest of them, over ``days`` days before ``now``;
     only users with ``CAP_HOURS`` of such time. ``evidence`` (if given) gets each capped
     user's seconds of it."""
+    return user_caps(*cap_window(records, now, capacity, days), evidence)
+
+
+def cap_window(records: Iterable[JobRecord], now: int, capacity: int,
+               days: int = CAP_DAYS) -> tuple[Counter, Counter]:
+    """Each user's seconds of waiting with room over ``days`` days before ``now``, and the
+    most jobs the user ran at once during them (``cap_segments`` over that one window)."""
     lo = now - days * DAY
     events = []
     for rec in records:
@@ -166,8 +181,7 @@ def learn_user_caps(records: Iterable[JobRecord], now: int, capacity: int, days:
             continue
         events.extend(cap_events(rec, now))
     events.sort()
-    seconds, best = cap_segments(events, capacity, [lo, now])[0]
-    return user_caps(seconds, best, evidence)
+    return cap_segments(events, capacity, [lo, now])[0]
 
 
 CapEvent = tuple[int, int, str, str, int]

@@ -143,7 +143,7 @@ class WindowIndex:
         self.seconds = [[0] * hours for _ in range(CLASSES)]  # class → hour → seconds of waiting
         self.started = [[0] * hours for _ in range(CLASSES)]
         self.times: list[list[int]] = []  # class → event times; count after the events at each
-        self.counts: list[list[int]] = []
+        self.waiting: list[list[int]] = []
         for c in range(CLASSES):
             self.starts[c].sort()
             for t in self.starts[c]:
@@ -161,7 +161,7 @@ class WindowIndex:
                 count += delta
                 last = t
             self.times.append(times_c)
-            self.counts.append(counts_c)
+            self.waiting.append(counts_c)
         # sums over every 168th hour: a window's hours of one hour of the week are two lookups
         self.week_seconds = [self._by_week(row) for row in self.seconds]
         self.week_started = [self._by_week(row) for row in self.started]
@@ -193,7 +193,7 @@ class WindowIndex:
 
     def _waited(self, c: int, start: int, end: int) -> int:
         """Seconds class ``c``'s jobs waited in ``[start, end)``, a part of one hour."""
-        times, counts = self.times[c], self.counts[c]
+        times, counts = self.times[c], self.waiting[c]
         i = bisect.bisect_right(times, start) - 1
         count = counts[i] if i >= 0 else 0
         total, t = 0, start
@@ -204,11 +204,16 @@ class WindowIndex:
 
     def closed(self, now: int, weeks: int = WINDOW_WEEKS) -> set[tuple[int, int]]:
         """``behaviour.learn_windows`` as of ``now``.  O(168 × classes)."""
+        counts = self.counts(now, weeks)
+        return set() if counts is None else closed_slots(*counts)
+
+    def counts(self, now: int, weeks: int = WINDOW_WEEKS) -> tuple[list[list[int]], list[list[int]]] | None:
+        """``behaviour.window_counts`` as of ``now``.  O(168 × classes)."""
         lo = now - weeks * WEEK
         first = bisect.bisect_left(self.starts_all, lo)
         if first == len(self.starts_all) or self.starts_all[first] >= now \
                 or now - self.starts_all[first] < MIN_WINDOW_WEEKS * WEEK:
-            return set()
+            return None
         exposure = [[0] * SLOTS for _ in range(CLASSES)]
         starts = [[0] * SLOTS for _ in range(CLASSES)]
         begin, stop = -(-lo // HOUR), now // HOUR  # whole hours [begin, stop)
@@ -223,7 +228,7 @@ class WindowIndex:
                     ex[slot_of(a)] += self._waited(c, a, b)
                     row = self.starts[c]
                     st[slot_of(a)] += bisect.bisect_left(row, b) - bisect.bisect_left(row, a)
-        return closed_slots(exposure, starts)
+        return exposure, starts
 
 
 class CapIndex:
@@ -237,6 +242,12 @@ class CapIndex:
 
     def caps(self, now: int) -> dict[str, int] | None:
         """``behaviour.learn_user_caps`` as of ``now``; None if ``now`` is not a grid time."""
+        window = self.window(now)
+        return None if window is None else user_caps(*window)
+
+    def window(self, now: int) -> tuple[Counter, Counter] | None:
+        """``behaviour.cap_window`` as of ``now``: the sums and maxima of the segments in it;
+        None if ``now`` is not a grid time.  O(segments in the window × users in them)."""
         k_lo, k_now = self.at.get(now - CAP_DAYS * DAY), self.at.get(now)
         if k_lo is None or k_now is None:
             return None
@@ -246,7 +257,7 @@ class CapIndex:
             seconds.update(s)
             for user, n in b.items():
                 best[user] = max(best[user], n)
-        return user_caps(seconds, best)
+        return seconds, best
 
 
 class TraceKnowledge:
