@@ -112,6 +112,26 @@ def test_slurm_node_states_as_llview2_leaves_them(tmp_path, state):
         assert got["a"]["jufo_nodelist"] == got["b"]["jufo_nodelist"] == "(cloud,4)"
 
 
+def test_exclusive_partitions_are_read_off_the_running_jobs(tmp_path):
+    """LLview 2's files do not say a partition is OverSubscribe=EXCLUSIVE, and show a pending
+    job of it with one core per node. Where every running job of a queue (three at least)
+    holds whole nodes, its waiting jobs are taken to as well: ``w`` waits for two whole
+    nodes, not for one core on each of n4 and n5. ``exclusive_queues=none`` says otherwise,
+    and a queue whose running jobs share a node is not read so."""
+    nodes = {f"n{i}": 4 for i in range(1, 6)}
+    jobs = {f"r{i}": running(4, 600 * i, wall=3600, nodelist=f"(n{i},4)") for i in range(1, 4)}
+    jobs["s"] = running(1, 300, wall=3600, nodelist="(n4,1)", queue="shared")
+    jobs["w"] = waiting(1, 100, nodes=2)
+    got = predictions(predict(tmp_path, snapshot(jobs, nodes=nodes))[0])
+    assert got["w"]["jufo_starttime"] == "01/10/12-12:05:00"  # when s leaves n4 whole
+    assert got["w"]["jufo_nodelist"] == "(n4,4)(n5,4)"
+    said = predictions(predict(tmp_path, snapshot(jobs, nodes=nodes, scheduler={"exclusive_queues": "none"}))[0])
+    assert said["w"]["jufo_starttime"] == "01/10/12-12:00:00" and said["w"]["jufo_nodelist"] == "(n4,1)(n5,1)"
+    jobs["r3"] = running(2, 1800, wall=3600, nodelist="(n3,2)")  # a batch job sharing its node
+    shared = predictions(predict(tmp_path, snapshot(jobs, nodes=nodes))[0])
+    assert shared["w"]["jufo_starttime"] == "01/10/12-12:00:00"
+
+
 def test_size_keys(tmp_path):
     jobs = {
         "numnodes_ppn": {**waiting(1, 10), "nummachines": "", "taskspernode": "", "numnodes": 2, "ppn": 3},

@@ -117,6 +117,9 @@ def test_backfill_cons_tres_basic():
                         "plan": "slurm", "plan_window": str(2880 * 60), "resolution": "60", "node_sharing": "yes",
                         "system_sysprio": "-DATEqueuedate", "exclusive_queues": "batch"}
     assert dict(queues)["batch"]["maxtime"] == "86400" and "maxtime" not in dict(queues)["shared"]
+    # no exclusive partition: said, so that none is read off the running jobs
+    shared_only = [dict(p, OverSubscribe="NO") for p in PARTS]
+    assert scontrol.site_settings(config(), shared_only)[0]["exclusive_queues"] == "none"
 
 
 def test_on_slurms_grid_a_job_backfills_only_where_it_ends_a_step_before_a_reservation(tmp_path):

@@ -35,7 +35,8 @@ DEFAULTS: dict[str, str] = {
 }
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
-    "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE)",
+    "exclusive_queues": "comma list of queues whose jobs take whole nodes (Slurm's OverSubscribe=EXCLUSIVE); "
+                        "'none': no queue; not given: read off the running jobs (see prediction.exclusive_by_evidence)",
     "plan_window": "seconds ahead that plan=slurm reserves for (Slurm's bf_window; default one day)",
     "plan_time": "when the batch system last planned (Slurm's last backfill pass, sdiag's 'Last cycle when'): "
                  "plan=slurm plans as of then, or as of the last change the snapshot shows if that is later",
@@ -88,6 +89,7 @@ class Configuration:
     settings: dict[str, str]
     allocation: str = "lowest"
     exclusive_queues: frozenset[str] = frozenset()
+    exclusive_given: bool = False  # False: exclusive queues are also read off the running jobs
     resolution: int = 0  # seconds of the planning grid (0: none)
     plan: str = "simulate"  # the walltime-only forecast: the simulation, or Slurm's backfill plan
     plan_window: int = 86400  # seconds: how far plan=slurm reserves (bf_window)
@@ -152,9 +154,10 @@ class Configuration:
             horizon=horizon,
             backfill_order="priority" if order == "firstfit" else str(order),
         )
-        exclusive = frozenset(q.strip() for q in merged.get("exclusive_queues", "").split(",") if q.strip())
+        given = merged.get("exclusive_queues", "").strip()
+        exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
-                   exclusive, resolution or 0, str(plan), window or 0, plan_time)
+                   exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time)
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

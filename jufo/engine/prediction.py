@@ -8,7 +8,7 @@ user caps, start windows); the engine knows nothing of how those were learned.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..io.dates import date_writer
@@ -83,6 +83,13 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     configured = queue_windows(snap)
     if configured is not None:
         sim.rules = configured if sim.rules is None else AllRules([configured, sim.rules])
+    if not config.exclusive_given and config.sharing and isinstance(state, NodeState):
+        found = exclusive_by_evidence(snap.jobs, snap.machine)
+        for queue in sorted(found - config.exclusive_queues):
+            report.warn(f"queue {queue}", None, None, "every running job of it holds whole nodes, so its waiting "
+                        "jobs are taken to as well (Slurm's OverSubscribe=EXCLUSIVE; scheduler key "
+                        "exclusive_queues says which queues do, 'none' for none)")
+        config = replace(config, exclusive_queues=config.exclusive_queues | found)
     whole_nodes(snap.jobs, snap.machine, config.exclusive_queues)
     running = [job for job in snap.jobs if job.running]
     reservations: list[Any] = snap.reservations
@@ -102,6 +109,42 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
         plan_pending(snap, config, sim)
     jobsets.follow_leaders(snap.jobs)
     return forecast
+
+
+EVIDENCE_RUNNING = 3  # running jobs a queue needs before its whole-node habit counts
+
+
+def exclusive_by_evidence(jobs: list[Job], machine: Machine) -> frozenset[str]:
+    """Queues that evidently give whole nodes (Slurm's ``OverSubscribe=EXCLUSIVE``, which
+    LLview 2's files do not say): at least ``EVIDENCE_RUNNING`` running jobs, each holding
+    every core of every node its node list names, and a waiting job asking for fewer cores
+    per node than that (else it makes no difference). A queue whose jobs share nodes, or
+    whose node lists do not give cores, is not one.  O(running jobs' node list entries)."""
+    whole: dict[str, bool] = {}
+    seen: Counter = Counter()
+    for job in jobs:
+        if not job.running or whole.get(job.queue) is False:
+            continue
+        entries = None
+        if job.nodelist:
+            try:
+                entries = parse_nodelist(job.nodelist, machine, job.total_cores)
+            except ValueError:
+                entries = None
+        ok = bool(entries)
+        for node, mask, count in entries or ():
+            held = mask.bit_count() if mask is not None else count
+            if held is None or held < (machine.nodes[node].limit(job.queue) or machine.nodes[node].ncores):
+                ok = False
+                break
+        whole[job.queue] = ok
+        seen[job.queue] += ok
+    found = {q for q, ok in whole.items() if ok and seen[q] >= EVIDENCE_RUNNING}
+    if not found:
+        return frozenset()
+    widest = {q: max((n.limit(q) for n in machine.nodes), default=0) for q in found}
+    return frozenset(q for q in found if any(not job.running and job.queue == q and job.reason is None
+                                             and 0 < job.cores_per_node < widest[q] for job in jobs))
 
 
 def whole_nodes(jobs: list[Job], machine: Machine, queues: frozenset[str]) -> None:

@@ -504,8 +504,8 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         data["prioritytier"] = part.get("PriorityTier", "1")
         queues.append((name, data))
     exclusive = [name for name, data in queues if data.get("exclusive") == "yes"]
-    if exclusive and settings["node_sharing"] == "yes":
-        settings["exclusive_queues"] = ",".join(exclusive)
+    if settings["node_sharing"] == "yes":  # known from Slurm: nothing is read off the running jobs
+        settings["exclusive_queues"] = ",".join(exclusive) or "none"
     if len(tiers) > 1:
         settings["system_sysprio"] = f"prioritytier * 4294967296 + ({settings['system_sysprio']})"
         notes.append("partitions differ in PriorityTier: jobs of a higher tier go first, as in Slurm")
