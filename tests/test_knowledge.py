@@ -10,9 +10,9 @@ import random
 import pytest
 
 from jufo.learn import behaviour
-from jufo.learn.backtest import Settings, TraceSource, _load, snapshot_forecasts
+from jufo.learn.backtest import Settings, TraceSource, _load, snapshot_forecasts, snapshot_times
 from jufo.engine.windows import WEEK
-from jufo.learn.knowledge import CapIndex, Grid, RuntimeIndex, WindowIndex
+from jufo.learn.knowledge import CapIndex, RuntimeIndex, WindowIndex
 from jufo.learn.runtime import RuntimePredictor
 from jufo.io.accounting import JobRecord
 
@@ -28,11 +28,11 @@ def test_indexes_answer_as_learning_from_scratch(trace):
     _, records, submits, _ = _load(Settings(str(trace)))
     keep, capacity = 90 * DAY, 128
     source = TraceSource(records, 90, submits)
-    grid = Grid(records[0].submit + DAY, DAY, records[-1].submit)
-    runtimes, windows, caps = RuntimeIndex(records, keep), WindowIndex(records), CapIndex(records, capacity, grid)
     rng = random.Random(5)
+    days = sorted(rng.sample(range(records[0].submit + DAY, records[-1].submit, DAY), 25))
+    runtimes, windows, caps = RuntimeIndex(records, keep), WindowIndex(records), CapIndex(records, capacity, days)
     some_windows = some_caps = 0
-    for now in sorted(rng.sample(range(grid.first, grid.last, DAY), 25)):
+    for now in days:
         known = source.records(now)
         finished = sorted((r for r in known if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
         scratch, asof = RuntimePredictor(finished), runtimes.as_of(now)
@@ -51,9 +51,9 @@ def test_indexes_answer_as_learning_from_scratch(trace):
         assert some_windows >= 5
 
 
-def test_caps_off_the_grid_are_not_guessed():
+def test_caps_off_the_snapshot_times_are_not_guessed():
     recs = [JobRecord("1", "u", cores=1, wall=3600, submit=0, start=0, end=3600)]
-    index = CapIndex(recs, 4, Grid(40 * DAY, DAY, 50 * DAY))
+    index = CapIndex(recs, 4, range(40 * DAY, 50 * DAY + 1, DAY))
     assert index.caps(45 * DAY) == {} and index.caps(45 * DAY + 1) is None
 
 
@@ -71,17 +71,24 @@ def test_a_job_ended_long_ago_or_submitted_too_early_is_not_learned_from():
 
 
 @needs_traces
-def test_a_backtest_on_the_grid_does_not_peek_and_matches_learning_from_scratch(tmp_path):
-    at = 8_000_000
+@pytest.mark.parametrize("kind", ["every", "submits"])
+def test_a_backtest_with_indexed_caps_does_not_peek_and_matches_learning_from_scratch(tmp_path, kind):
+    """A snapshot near 8,000,000 s, one of a daily series or of a series at each submit: the
+    same forecasts from a trace scrambled after it, and from caps learned from scratch."""
+    trace = _load(Settings(str(KTH)))[0]
+    if kind == "every":
+        at, when = 8_000_000, ("every", 8_000_000 - 20 * DAY, 8_000_000 + 20 * DAY, DAY)
+    else:
+        when = ("submits", 7_990_000, 8_010_000, 0)
+        at = next(t for t in snapshot_times(trace, when) if t >= 8_000_000)
+    assert at in snapshot_times(trace, when)
     other = tmp_path / "scrambled.swf"
     scrambled_after(KTH, other, at)
-    trace = _load(Settings(str(KTH)))[0]
-    grid = (trace.epoch + at - 20 * DAY, DAY, trace.epoch + at + 20 * DAY)
     strip = lambda rows: [(r.job, r.made, r.learned, r.wall) for r in rows]
-    ours = strip(snapshot_forecasts(Settings(str(KTH), grid=grid), at))
-    theirs = strip(snapshot_forecasts(Settings(str(other), grid=grid), at))
-    off_grid = strip(snapshot_forecasts(Settings(str(KTH)), at))  # caps learned from scratch
-    assert ours == theirs == off_grid and len(ours) >= 4
+    ours = strip(snapshot_forecasts(Settings(str(KTH), when=when), at))
+    theirs = strip(snapshot_forecasts(Settings(str(other), when=when), at))
+    scratch = strip(snapshot_forecasts(Settings(str(KTH)), at))  # caps learned from scratch
+    assert ours == theirs == scratch and len(ours) >= 4
 
 
 def synthetic(seed: int, jobs: int = 400, days: int = 120) -> list[JobRecord]:
@@ -109,13 +116,13 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed):
     run times also with a history that keeps only ten days."""
     records = synthetic(seed)
     capacity = 16
-    grid = Grid(20 * DAY + 600 * seed, DAY // 2, 135 * DAY)
-    windows, caps = WindowIndex(records), CapIndex(records, capacity, grid)
+    snapshots = range(20 * DAY + 600 * seed, 135 * DAY + 1, DAY // 2)
+    windows, caps = WindowIndex(records), CapIndex(records, capacity, snapshots)
     keys = [(r.user, r.queue, r.wall, r.cores) for r in records[:60]]
     compared = {"runs": 0, "windows": 0, "caps": 0}
     for keep_days in (90, 10):
         source, runtimes = TraceSource(records, keep_days), RuntimeIndex(records, keep_days * DAY)
-        for now in range(grid.first, grid.last + 1, grid.step):
+        for now in snapshots:
             known = source.records(now)
             finished = sorted((r for r in known if r.end is not None and r.start is not None),
                               key=lambda r: (r.end, r.id))

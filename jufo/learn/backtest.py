@@ -34,7 +34,7 @@ from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare
 from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
-from .knowledge import Grid, TraceKnowledge
+from .knowledge import TraceKnowledge
 from .outlook import DEFAULT_COVERAGE, behaviour_for
 
 WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 3600, "1-6 h"),
@@ -51,7 +51,9 @@ class Settings:
     cores: int = 1
     overrides: tuple[tuple[str, str], ...] = ()
     keep_days: int = KEEP_DAYS
-    grid: tuple[int, int, int] | None = None  # snapshot times (first, step, last), epoch: caps learned once
+    # how the snapshot times were chosen, so that every process knows them all and learns the
+    # user caps once: ("every", start, stop, seconds) or ("submits", start, stop, 0)
+    when: tuple[str, int | None, int | None, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -136,11 +138,11 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     source = TraceSource(records, settings.keep_days, submits)
     wall = simulate(snap.fresh(), config, report)
     capacity = snap.machine.total_cores
-    known = (settings.trace, settings.keep_days, capacity, settings.grid)
+    known = (settings.trace, settings.keep_days, capacity, settings.when)
     if known not in _KNOWLEDGE:
         _KNOWLEDGE.clear()  # one backtest at a time: the indexes of another are not kept
         _KNOWLEDGE[known] = TraceKnowledge(records, settings.keep_days * 86400, capacity,
-                                           Grid(*settings.grid) if settings.grid else None)
+                                           [trace.epoch + t for t in snapshot_times(trace, settings.when)])
     knowledge = _KNOWLEDGE[known].learn(source, snap, DEFAULT_COVERAGE)
     learned_snap = snap.fresh()
     learned = simulate(learned_snap, config, report, behaviour=behaviour_for(learned_snap, knowledge))
@@ -228,12 +230,12 @@ def _probe_dask(address: str) -> None:
     raise InputError("--dask", None, address, f"no Dask scheduler there: {why}")
 
 
-def on_grid(settings: Settings, trace, ats: list[int], every: int) -> Settings:
-    """``settings`` telling phase 1 that its snapshots lie on a grid of ``every`` seconds (so
-    the user caps are learned once for all of them, ``knowledge.CapIndex``)."""
-    if not ats:
-        return settings
-    return replace(settings, grid=(trace.epoch + ats[0], every, trace.epoch + ats[-1]))
+def snapshot_times(trace, when: tuple[str, int | None, int | None, int] | None) -> list[int]:
+    """The snapshot times (seconds after the trace's start) ``Settings.when`` describes."""
+    if when is None:
+        return []
+    kind, start, stop, every = when
+    return submit_times(trace, start, stop) if kind == "submits" else times(trace, every, start, stop)
 
 
 def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,
@@ -403,9 +405,8 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
     when does it start?") asked of every job, as ``jufo whatif`` answers it (the ranges still
     learn from every waiting job's forecast)."""
     trace = _load(settings)[0]
-    ats = submit_times(trace, start, stop) if at_submit else times(trace, every, start, stop)
-    if not at_submit:
-        settings = on_grid(settings, trace, ats, every)
+    settings = replace(settings, when=("submits", start, stop, 0) if at_submit else ("every", start, stop, every))
+    ats = snapshot_times(trace, settings.when)
     raw = run_phase1(settings, ats, workers, dask, progress)
     forecasts = calibrate(raw, coverage, settings.keep_days)
     if at_submit:
@@ -421,10 +422,11 @@ def retro_forecasts(settings: Settings, start: int | None, stop: int | None, wor
     imported from accounting then has scored forecasts, and ranges, from its first run.
     Job ids are the accounting's own (``Trace.ids``). ``[(made, rows)]`` in time order."""
     trace = _load(settings)[0]
-    ats = times(trace, RETRO_EVERY, start, stop)
+    settings = replace(settings, when=("every", start, stop, RETRO_EVERY))
+    ats = snapshot_times(trace, settings.when)
     ids = trace.ids or {}
     out = []
-    for raws in run_phase1(on_grid(settings, trace, ats, RETRO_EVERY), ats, workers, None, progress):
+    for raws in run_phase1(settings, ats, workers, None, progress):
         rows = [(ids.get(int(r.job), r.job) if r.job.isdigit() else r.job, r.learned, r.wall, r.learned,
                  None, None, None, None, "retro") for r in raws if r.learned is not None]
         if rows:

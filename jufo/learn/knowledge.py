@@ -12,8 +12,9 @@ snapshot by snapshot), because what the accounting shows at ``now`` is the trace
 * ``WindowIndex``: waiting seconds and starts per wall class and hour of the trace, summed over
   the eight weeks before ``now``.
 * ``CapIndex``: the user-cap sweep (``behaviour.cap_segments``) run once, closed at every
-  snapshot time and every snapshot time less ``CAP_DAYS``; a window is the sum of its segments.
-  It needs the snapshot times in advance: a ``Grid`` of them.
+  snapshot time and every snapshot time less ``CAP_DAYS``; a window is the sum of its segments,
+  read off running sums and a range-maximum table per user. It needs the snapshot times in
+  advance.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..engine.snapshot import Snapshot
 from ..engine.windows import CLASSES, DAY, HOUR, SLOTS, WEEK, WeeklyWindows, slot_of, wall_class
@@ -31,25 +31,6 @@ from .behaviour import (CAP_DAYS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, cap_events, ca
 from .calibration import Calibration
 from .outlook import HistorySource, Learned
 from .runtime import RuntimeRules, run_keys, share_keys
-
-
-@dataclass(frozen=True)
-class Grid:
-    """Snapshot times ``first, first + step, … ≤ last`` (epoch seconds): where ``CapIndex``
-    closes its segments."""
-
-    first: int
-    step: int
-    last: int
-
-    def times(self) -> list[int]:
-        """Every time of the grid and every time less ``CAP_DAYS``, sorted.
-
-        >>> Grid(100, 10, 120).times()[-3:], len(Grid(100, 10, 120).times())
-        ([100, 110, 120], 6)
-        """
-        on = range(self.first, self.last + 1, self.step)
-        return sorted(set(on) | {t - CAP_DAYS * DAY for t in on})
 
 
 class RuntimeIndex:
@@ -232,46 +213,75 @@ class WindowIndex:
 
 
 class CapIndex:
-    """User caps as of the times of a ``Grid``."""
+    """User caps as of given snapshot times.
 
-    def __init__(self, records: Sequence[JobRecord], capacity: int, grid: Grid) -> None:
+    >>> recs = [JobRecord("a", "u", cores=1, submit=0, start=0, end=None),
+    ...         JobRecord("b", "u", cores=1, submit=0, start=None, end=None)]  # u runs a, b waits
+    >>> index = CapIndex(recs, 10, [CAP_DAYS * DAY, CAP_DAYS * DAY + 7 * HOUR])
+    >>> index.window(CAP_DAYS * DAY + 7 * HOUR)[0]["u"], index.caps(CAP_DAYS * DAY + 7 * HOUR), index.caps(1)
+    (2592000, {'u': 1}, None)
+    """
+
+    def __init__(self, records: Sequence[JobRecord], capacity: int, times: Sequence[int]) -> None:
         events = sorted(e for rec in records for e in cap_events(rec))
-        self.bounds = grid.times()
+        self.bounds = sorted(set(times) | {t - CAP_DAYS * DAY for t in times})
         self.at = {t: k for k, t in enumerate(self.bounds)}
-        self.segments = cap_segments(events, capacity, self.bounds)
+        # per user: the segments where it waited with room, running sums of its seconds there,
+        # and a sparse table of its most jobs run (max over 2^j segments from each)
+        where: dict[str, list[int]] = defaultdict(list)
+        seconds: dict[str, list[int]] = defaultdict(lambda: [0])
+        best: dict[str, list[int]] = defaultdict(list)
+        for k, (sec, most) in enumerate(cap_segments(events, capacity, self.bounds)):
+            for user, value in sec.items():
+                where[user].append(k)
+                seconds[user].append(seconds[user][-1] + value)
+                best[user].append(most[user])
+        self.where = dict(where)
+        self.seconds = dict(seconds)
+        self.tables: dict[str, list[list[int]]] = {}
+        for user, row in best.items():
+            table = [row]
+            while 2 ** len(table) <= len(row):
+                last, half = table[-1], 2 ** (len(table) - 1)
+                table.append([max(last[i], last[i + half]) for i in range(len(last) - half)])
+            self.tables[user] = table
 
     def caps(self, now: int) -> dict[str, int] | None:
-        """``behaviour.learn_user_caps`` as of ``now``; None if ``now`` is not a grid time."""
+        """``behaviour.learn_user_caps`` as of ``now``; None if ``now`` is not a snapshot time."""
         window = self.window(now)
         return None if window is None else user_caps(*window)
 
     def window(self, now: int) -> tuple[Counter, Counter] | None:
         """``behaviour.cap_window`` as of ``now``: the sums and maxima of the segments in it;
-        None if ``now`` is not a grid time.  O(segments in the window × users in them)."""
+        None if ``now`` is not a snapshot time.  O(users log segments)."""
         k_lo, k_now = self.at.get(now - CAP_DAYS * DAY), self.at.get(now)
         if k_lo is None or k_now is None:
             return None
         seconds: Counter = Counter()
         best: Counter = Counter()
-        for s, b in self.segments[k_lo:k_now]:
-            seconds.update(s)
-            for user, n in b.items():
-                best[user] = max(best[user], n)
+        for user, where in self.where.items():
+            a, b = bisect.bisect_left(where, k_lo), bisect.bisect_left(where, k_now)
+            if a == b:
+                continue
+            seconds[user] = self.seconds[user][b] - self.seconds[user][a]
+            table = self.tables[user]
+            j = (b - a).bit_length() - 1
+            best[user] = max(table[j][a], table[j][b - 2 ** j])
         return seconds, best
 
 
 class TraceKnowledge:
     """``outlook.learn`` for a trace's snapshots, from indexes built once."""
 
-    def __init__(self, records: Sequence[JobRecord], keep: int, capacity: int, grid: Grid | None) -> None:
+    def __init__(self, records: Sequence[JobRecord], keep: int, capacity: int, times: Sequence[int] | None) -> None:
         self.runtimes = RuntimeIndex(records, keep)
         self.windows = WindowIndex(records)
-        self.caps = CapIndex(records, capacity, grid) if grid is not None else None
+        self.caps = CapIndex(records, capacity, times) if times else None
         self.capacity = capacity
 
     def learn(self, source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
         """What the history knew at ``snap``'s time; the caps relearned from ``source`` where
-        the time is off the grid."""
+        the time is not one the index was built for."""
         now = snap.epoch
         caps = self.caps.caps(now) if self.caps is not None else None
         if caps is None:
