@@ -69,6 +69,7 @@ class Machine:
         self.all_nodes = full_mask(len(nodes))
         self.max_cores = max((n.ncores for n in nodes), default=0)
         self.total_cores = sum(n.ncores for n in nodes if n.usable)
+        self.usable_nodes = sum(1 << n.index for n in nodes if n.usable)  # mask of the nodes that take jobs
         self.by_name: dict[str, Node] = {}
         for node in nodes:
             self.by_name.setdefault(node.id, node)

@@ -188,7 +188,7 @@ class NodeState(SystemState):
         # needs, so searches can skip what cannot fit by count (see ``_count_fit``)
         # counted on the nodes that take jobs only: a job running on a drained node holds no
         # unit any other job could have had
-        self.usable = sum(1 << n.index for n in machine.nodes if n.usable)
+        self.usable = machine.usable_nodes
         self.unusable = self.usable != machine.all_nodes
         self.units = Changes(0, machine.total_cores if sharing else self.usable.bit_count())
         self.counted = True  # False once allocations may overlap: the count would be too low

@@ -219,7 +219,7 @@ def _counted_cores(job: Job, machine) -> int:
     """The cores a running job holds among the counted ones (``AttributeState``): all of them,
     but those its node list puts on nodes that take no new job (a draining node's job holds
     no core any other job could have had)."""
-    if not job.nodelist or machine.total_cores == sum(n.ncores for n in machine.nodes):
+    if not job.nodelist or machine.usable_nodes == machine.all_nodes:
         return job.total_cores
     try:
         entries = parse_nodelist(job.nodelist, machine, job.total_cores)

@@ -29,7 +29,7 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import C, Calibration, Scored, bucket
+from .calibration import Calibration, Scored, bucket, wait_ratio
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare
 from .history import KEEP_DAYS, SCORED_LIMIT
@@ -293,7 +293,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
     ``Calibration`` scores them, with each forecast's horizon and observed ratio worked out
     once, not at every later snapshot."""
     out: list[Forecast] = []
-    past: list[tuple[Raw, int, int, float]] = []  # forecast, horizon bucket, wait + C, ratio once started
+    past: list[tuple[Raw, int, float]] = []  # forecast, horizon bucket, its ratio once started
     for raws in per_snapshot:
         if not raws:
             continue
@@ -301,11 +301,11 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
         groups: dict[int, list[tuple[float, bool]]] = {}
         jobs: dict[int, set[str]] = {}
         count = 0
-        for r, b, scale, ratio in reversed(past):
+        for r, b, ratio in reversed(past):
             if r.made < now - keep_days * 86400 or count >= SCORED_LIMIT:
                 break
             count += 1
-            sample = (ratio, True) if r.actual < now else ((max(now - r.made, 0) + C) / scale, False)
+            sample = (ratio, True) if r.actual < now else (wait_ratio(r.made, r.learned, now), False)
             groups.setdefault(b, []).append(sample)
             jobs.setdefault(b, set()).add(r.job or str(r.made))
         calibration = Calibration.grouped(groups, jobs, coverage)
@@ -320,8 +320,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
                 out.append(Forecast(r, found[0], found[1], found[2]))
         for r in raws:
             if r.learned is not None:
-                wait = max(0, r.learned - r.made)
-                past.append((r, bucket(wait), wait + C, (max(r.actual - r.made, 0) + C) / (wait + C)))
+                past.append((r, bucket(max(0, r.learned - r.made)), wait_ratio(r.made, r.learned, r.actual)))
     return out
 
 

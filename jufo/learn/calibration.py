@@ -52,6 +52,16 @@ def bucket_label(b: int) -> str:
     return f"{names[b - 1]}-{names[b]}"
 
 
+def wait_ratio(made: int, predicted: int, reached: int) -> float:
+    """``(real wait + C) / (simulated wait + C)`` of a forecast made at ``made`` of a start at
+    ``predicted``, the job having started (or still waited) at ``reached``.
+
+    >>> wait_ratio(0, 600, 1800), wait_ratio(0, 0, 0)
+    (2.0, 1.0)
+    """
+    return (max(reached - made, 0) + C) / (max(0, predicted - made) + C)
+
+
 @dataclass(frozen=True)
 class Scored:
     """A past forecast and what became of it (epoch seconds)."""
@@ -70,8 +80,8 @@ class Scored:
 
     def ratio(self) -> tuple[float, bool]:
         """``(ratio, observed)``; unobserved ratios are lower bounds (censored)."""
-        actual = (self.start if self.start is not None else self.seen) - self.made
-        return (max(actual, 0) + C) / (self.wait + C), self.start is not None
+        return wait_ratio(self.made, self.predicted, self.start if self.start is not None else self.seen), \
+            self.start is not None
 
 
 def km_quantiles(samples: list[tuple[float, bool]], levels: list[float]) -> list[float]:
