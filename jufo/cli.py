@@ -618,7 +618,9 @@ def replay(trace_path: str, nodes: int | None, cores: int, exact: bool, preset: 
         objects, counts = swf.snapshot_objects(trace, conv)
         doc, jobs = lml.parse(lml.build(objects), trace_path), None
     else:
-        objects, jobs, counts = swf.snapshot_jobs(trace, conv)
+        from .engine.snapshot import trace_snapshot
+
+        objects, jobs, counts = trace_snapshot(trace, conv)
         doc = lml.from_objects(objects)
     forecast = _forecast(doc, Report(quiet=quiet), None, jobs)
     if output:

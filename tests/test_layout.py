@@ -29,10 +29,7 @@ MAY_IMPORT = {
     "top": {"io", "engine", "learn", "views"},
 }
 # The named exceptions, each with its reason (also in the room's docstring).
-EXCEPTIONS = {
-    # swf.snapshot_jobs builds Jobs directly: a replay skips writing and re-reading them as text
-    ("jufo.io.swf", "jufo.engine.job"),
-}
+EXCEPTIONS: set[tuple[str, str]] = set()  # none: io imports no other room
 
 
 def module_name(path: Path) -> str:

@@ -10,6 +10,7 @@ from conftest import ROOT
 from easy_reference import load, simulate
 from jufo.io import lml
 from jufo.io import swf
+from jufo.engine.snapshot import trace_snapshot
 from jufo.cli import main
 from jufo.io.errors import Report
 from jufo.forecast import predict
@@ -60,6 +61,6 @@ def test_replay_jobs_equal_the_read_ones(trace):
     middle = records.jobs[len(records.jobs) // 2].submit
     for conv in (swf.Conversion(future=True, actual=True, settings={"system_state": "AttributeState"}),
                  swf.Conversion(at=middle, future=True, exact=True, actual=True)):
-        _, jobs, _ = swf.snapshot_jobs(records, conv)
+        _, jobs, _ = trace_snapshot(records, conv)
         assert same_jobs(jobs, _read_back(records, conv)) > 10_000
         assert any(job.running and job.nodelist for job in jobs) == (conv.at is not None)

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from conftest import running, snapshot, waiting
 from jufo.io import lml
 from jufo.io import swf
+from jufo.engine.snapshot import trace_snapshot
 from jufo.cli import main
 from jufo.io.dates import parse_date
 from jufo.io.errors import Report
@@ -156,12 +157,12 @@ def same_jobs(direct, read):
 
 
 @pytest.mark.parametrize("at,exact,actual", [(None, False, True), (30, False, False), (30, True, True)])
-def test_snapshot_jobs_read_as_jobreader_reads_them(trace_file, at, exact, actual):
-    """``snapshot_jobs`` builds the Jobs directly; they are the ones JobReader reads from
+def test_trace_snapshot_jobs_read_as_jobreader_reads_them(trace_file, at, exact, actual):
+    """``trace_snapshot`` builds the Jobs directly; they are the ones JobReader reads from
     ``snapshot_objects`` (running jobs with start and node list, waiting and future ones)."""
     trace = swf.read(str(trace_file))
     conv = swf.Conversion(at=at, future=True, exact=exact, actual=actual, cores=2)
-    objects, jobs, counts = swf.snapshot_jobs(trace, conv)
+    objects, jobs, counts = trace_snapshot(trace, conv)
     with_jobs, counts_too = swf.snapshot_objects(trace, conv)
     assert objects == [o for o in with_jobs if o[1] != "job"] and counts == counts_too
     assert same_jobs(jobs, _read_back(trace, conv)) == len(with_jobs) - len(objects) > 0
@@ -200,10 +201,10 @@ def test_trace_index_finds_what_a_whole_pass_finds(seed):
         ats += [j.submit for j in trace.jobs] + [j.start for j in trace.jobs] + [j.start + j.run for j in trace.jobs]
         for at in ats:
             conv = swf.Conversion(at=at, exact=exact, cores=2)
-            assert swf._entries(trace, conv, index) == swf._entries(trace, conv), (exact, at)
+            assert swf.snapshot_entries(trace, conv, index) == swf.snapshot_entries(trace, conv), (exact, at)
         with pytest.raises(ValueError):
-            swf._entries(trace, swf.Conversion(at=5, exact=not exact, cores=2), index)
+            swf.snapshot_entries(trace, swf.Conversion(at=5, exact=not exact, cores=2), index)
         with pytest.raises(ValueError):
-            swf._entries(trace, swf.Conversion(at=5, exact=exact, cores=1), index)
+            swf.snapshot_entries(trace, swf.Conversion(at=5, exact=exact, cores=1), index)
         with pytest.raises(ValueError):
-            swf._entries(trace, swf.Conversion(at=5, exact=exact, cores=2, future=True), index)
+            swf.snapshot_entries(trace, swf.Conversion(at=5, exact=exact, cores=2, future=True), index)

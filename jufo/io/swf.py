@@ -21,7 +21,6 @@ from math import ceil
 from . import lml
 from .dates import date_writer, format_date
 from .errors import InputError
-from ..engine.job import RUNNING, WAITING, Job
 from .values import LATEST_EPOCH, MAX_COUNT, MAX_INPUT_BYTES, MAX_NODES, MAX_SECONDS
 
 _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endless line
@@ -250,33 +249,11 @@ def snapshot(trace: Trace, conv: Conversion) -> tuple[bytes, dict[str, int]]:
 
 def snapshot_objects(trace: Trace, conv: Conversion) -> tuple[list[tuple[str, str, dict[str, str]]], dict[str, int]]:
     """The objects of the snapshot (``(id, type, data)``) and the counts."""
-    objects, entries, counts = _entries(trace, conv)
+    objects, entries, counts = snapshot_entries(trace, conv)
     return objects + [(oid, "job", data) for oid, data, _, _, _, _ in entries], counts
 
 
-def snapshot_jobs(trace: Trace, conv: Conversion, index: TraceIndex | None = None
-                  ) -> tuple[list[tuple[str, str, dict[str, str]]], list[Job], dict[str, int]]:
-    """The snapshot's objects but its jobs, its jobs already read, and the counts: what
-    ``snapshot_objects`` gives, without writing each job's numbers and dates as text for
-    ``JobReader`` to parse back (a replay without output reads 28,000 jobs in a tenth of
-    the time). Each Job equals the one ``JobReader`` reads from the same object (a test
-    compares them field by field).  O(jobs); with an ``index`` of the trace (for the same
-    conversion, without ``future``), O(jobs waiting or running at the snapshot's time)."""
-    objects, entries, counts = _entries(trace, conv, index)
-    at = _at(trace, conv)
-    base, jobs = len(objects), []
-    for k, (oid, data, job, state, wall, n) in enumerate(entries):
-        running = state == "running"
-        read = Job(oid, base + k, data, RUNNING if running else WAITING, data["owner"], data["group"], data["queue"],
-                   job.submit - at, wall, min(job.run, wall) if conv.actual else None, n, ceil(job.procs / n),
-                   job.procs)
-        if running:
-            read.started, read.nodelist = job.start - at, data["nodelist"] or None
-        jobs.append(read)
-    return objects, jobs, counts
-
-
-def _at(trace: Trace, conv: Conversion) -> int:
+def snapshot_time(trace: Trace, conv: Conversion) -> int:
     """The snapshot's time, seconds after the trace's start."""
     return conv.at if conv.at is not None else min((j.submit for j in trace.jobs), default=0)
 
@@ -356,7 +333,7 @@ class TraceIndex:
                 "too_big": self.too_big}
 
 
-def _entries(trace: Trace, conv: Conversion, index: TraceIndex | None = None
+def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = None
              ) -> tuple[list[tuple[str, str, dict[str, str]]], list[tuple[str, dict[str, str], TraceJob, str, int, int]],
                         dict[str, int]]:
     """The objects but the jobs; per job in the snapshot ``(id, data, trace job, state, wall,
@@ -365,7 +342,7 @@ def _entries(trace: Trace, conv: Conversion, index: TraceIndex | None = None
     nodes = _nodes(trace, conv)
     if index is not None and not index.fits(conv):
         raise ValueError("the trace index was built for another conversion")
-    at, zero = _at(trace, conv), trace.epoch
+    at, zero = snapshot_time(trace, conv), trace.epoch
     epoch = zero + at
     counts = {"running": 0, "waiting": 0, "future": 0, "done": 0, "unknown": trace.unusable, "too_big": 0}
     objects: list[tuple[str, str, dict[str, str]]] = [("sys", "system", {"system_time": format_date(epoch, SYSTEM_FORMAT)})]

@@ -31,7 +31,7 @@ from ..io import swf
 from ..io.accounting import JobRecord
 from .calibration import Calibration, Scored, bucket, wait_ratio
 from ..io.errors import InputError, Report
-from ..engine.snapshot import prepare
+from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
 from .knowledge import TraceKnowledge
@@ -130,7 +130,7 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     key = (settings.trace, settings.nodes, settings.cores)
     if key not in _INDEXES:
         _INDEXES[key] = swf.TraceIndex(trace, conv)
-    objects, jobs, _ = swf.snapshot_jobs(trace, conv, _INDEXES[key])
+    objects, jobs, _ = trace_snapshot(trace, conv, _INDEXES[key])
     report = Report(quiet=True)
     prepared = prepare(lml.from_objects(objects), report, None, jobs)
     assert prepared is not None
