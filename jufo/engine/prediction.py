@@ -133,7 +133,7 @@ def exclusive_by_evidence(jobs: list[Job], machine: Machine) -> frozenset[str]:
                 entries = None
         ok = bool(entries)
         for node, mask, count in entries or ():
-            held = mask.bit_count() if mask is not None else count
+            held = _entry_cores(mask, count)
             if held is None or held < (machine.nodes[node].limit(job.queue) or machine.nodes[node].ncores):
                 ok = False
                 break
@@ -228,8 +228,15 @@ def _counted_cores(job: Job, machine) -> int:
     usable = 0
     for node, mask, count in entries:
         if machine.nodes[node].usable:
-            usable += mask.bit_count() if mask is not None else count if count is not None else job.cores_per_node
+            held = _entry_cores(mask, count)
+            usable += held if held is not None else job.cores_per_node
     return min(usable, job.total_cores)
+
+
+def _entry_cores(mask: int | None, count: int | None) -> int | None:
+    """The cores one ``parse_nodelist`` entry gives a job: its core mask's, else its count;
+    None where the node list names the node alone."""
+    return mask.bit_count() if mask is not None else count
 
 
 def results(forecast: Forecast) -> dict[str, list[tuple[str, str]]]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .hostlist import expand_hostlist
-from .slurm import node_takes_jobs, seconds_of
+from .slurm import NODE_SUFFIXES, node_takes_jobs, seconds_of
 
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
 # lines scontrol prints instead of records when there are none
@@ -145,7 +145,7 @@ def node_state(state: str) -> str:
     >>> node_state("IDLE*"), node_state("IDLE+CLOUD+POWERED_DOWN"), node_state("IDLE+MAINTENANCE+RESERVED")
     ('Down', 'Idle', 'Idle')
     """
-    parts = [p.rstrip("*~#!%$@^-") for p in state.upper().split("+")]
+    parts = [p.rstrip(NODE_SUFFIXES) for p in state.upper().split("+")]
     words = [_NODE_STATES.get(p, "") for p in parts]
     if not node_takes_jobs(state):
         for worst in ("Down", "Maint", "Drained"):

@@ -135,7 +135,7 @@ def seconds_of(text: str) -> int | None:
 # a node state's parts (base state or flag) under which Slurm gives a node no new job
 NODE_BLOCKING = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "FUTURE", "MAINT", "UNKNOWN",
                  "OFFLINE", "NO_RESPOND", "NOT_RESPONDING", "INVAL", "REBOOT", "REBOOT_ISSUED"}
-_NODE_SUFFIXES = "*~#!%$@^-"  # sinfo's and scontrol's marks: * not responding, ~ powered off, ...
+NODE_SUFFIXES = "*~#!%$@^-"  # sinfo's and scontrol's marks: * not responding, ~ powered off, ...
 
 
 def node_takes_jobs(state: str) -> bool:
@@ -154,6 +154,6 @@ def node_takes_jobs(state: str) -> bool:
     [True, True, True, False, True, False]
     """
     for part in state.strip().upper().split("+"):
-        if part.endswith("*") or part.rstrip(_NODE_SUFFIXES) in NODE_BLOCKING:
+        if part.endswith("*") or part.rstrip(NODE_SUFFIXES) in NODE_BLOCKING:
             return False
     return True

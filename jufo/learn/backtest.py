@@ -298,17 +298,13 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
         if not raws:
             continue
         now = raws[0].made
-        groups: dict[int, list[tuple[float, bool]]] = {}
-        jobs: dict[int, set[str]] = {}
-        count = 0
+        samples = []
         for r, b, ratio in reversed(past):
-            if r.made < now - keep_days * 86400 or count >= SCORED_LIMIT:
+            if r.made < now - keep_days * 86400 or len(samples) >= SCORED_LIMIT:
                 break
-            count += 1
             sample = (ratio, True) if r.actual < now else (wait_ratio(r.made, r.learned, now), False)
-            groups.setdefault(b, []).append(sample)
-            jobs.setdefault(b, set()).add(r.job or str(r.made))
-        calibration = Calibration.grouped(groups, jobs, coverage)
+            samples.append((b, sample, r.job or str(r.made)))
+        calibration = Calibration.of_samples(samples, coverage)
         for r in raws:
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))

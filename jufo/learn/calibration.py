@@ -151,24 +151,23 @@ class Calibration:
     """
 
     def __init__(self, scored: Iterable[Scored], coverage: float) -> None:
-        groups: dict[int, list[tuple[float, bool]]] = {}
-        jobs: dict[int, set[str]] = {}
-        for s in scored:
-            b = bucket(s.wait)
-            groups.setdefault(b, []).append(s.ratio())
-            jobs.setdefault(b, set()).add(s.job or str(s.made))
-        self._set(groups, jobs, coverage)
+        self._group(((bucket(s.wait), s.ratio(), s.job or str(s.made)) for s in scored), coverage)
 
     @classmethod
-    def grouped(cls, groups: dict[int, list[tuple[float, bool]]], jobs: dict[int, set[str]],
-                coverage: float) -> Calibration:
-        """A calibration from ratios already grouped by horizon bucket (``Scored.ratio``) and
-        the jobs behind each group: for a caller that keeps them between calibrations."""
+    def of_samples(cls, samples: Iterable[tuple[int, tuple[float, bool], str]], coverage: float) -> Calibration:
+        """A calibration from ``(horizon bucket, (ratio, observed), job)`` samples, as
+        ``Scored`` gives them: for a caller that keeps buckets and ratios between
+        calibrations (a backtest's phase 2)."""
         self = cls.__new__(cls)
-        self._set(groups, jobs, coverage)
+        self._group(samples, coverage)
         return self
 
-    def _set(self, groups: dict[int, list[tuple[float, bool]]], jobs: dict[int, set[str]], coverage: float) -> None:
+    def _group(self, samples: Iterable[tuple[int, tuple[float, bool], str]], coverage: float) -> None:
+        groups: dict[int, list[tuple[float, bool]]] = {}
+        jobs: dict[int, set[str]] = {}
+        for b, sample, job in samples:
+            groups.setdefault(b, []).append(sample)
+            jobs.setdefault(b, set()).add(job)
         self.coverage = coverage
         self.groups = groups
         self.jobs = jobs
