@@ -76,3 +76,62 @@ def test_mutated_samples(tmp_path, case):
         errors = [line for line in result.stderr.splitlines() if line.startswith("jufo: error: ")]
         assert not out.exists() and len(errors) == 1, result.stderr  # (warnings -q keeps may precede it)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1 << 20  # KiB: under 1 GiB
+
+
+# -- Slurm's own text: scontrol's saved outputs, mutated ----------------------------------------
+SLURM_LAB = SAMPLES.parent / "tests" / "data" / "slurm" / "mixed"  # the mixed lab's outputs at one capture
+SLURM_FILES = ("job.txt", "node.txt", "partition.txt", "reservation.txt", "config.txt")
+SLURM_HOSTILE = ["UNLIMITED", "(null)", "N/A", "Unknown", "None", "INVALID", "", "-1", "0", "99999999999999", "1e30",
+                 "n[01-", "n[1-99999999]", "n[01-03],m[5-2]", "cpu=4,mem=,node=", "gres/gpu:a100=4", "gres/gpu=x",
+                 "2023-13-45T99:99:99", "1970-01-01T00:00:00", "2999-01-01T00:00:00", "99-99:99:99",
+                 "PENDING", "COMPLETING+DRAIN", "DOWN*+DRAIN", "IDLE+POWERED_DOWN", "FORCE:4", "YES:0",
+                 "afterok:999(unfulfilled)", "singleton", "1-1000000%0", "4294967294", "x" * 5000, "=", "a=b",
+                 "ReqNodeNotAvail,_UnavailableNodes:n[01-02]", "AssocGrpCPURunMinutesLimit", "JobHeldAdmin",
+                 "1.5", "0x10", "∞", "n01,n01", "ALL", "CR_Core_Memory", "bf_window=x", "bf_resolution=0"]
+
+
+def mutate_scontrol(text: str, name: str, rng: random.Random) -> str:
+    """A few ``Key=Value`` pairs (``Key = Value`` lines of the configuration) given hostile
+    values, dropped or doubled; sometimes the text cut off."""
+    import re
+
+    if name == "config.txt":
+        lines = text.splitlines()
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(lines))
+            if " = " in lines[i]:
+                lines[i] = f"{lines[i].split(' = ')[0]} = {rng.choice(SLURM_HOSTILE)}"
+        return "\n".join(lines) + "\n"
+    for _ in range(rng.randint(1, 4)):
+        pairs = list(re.finditer(r"(\S+?)=(\S*)", text))
+        if not pairs:
+            break
+        m = rng.choice(pairs)
+        roll = rng.random()
+        new = f"{m.group(1)}={rng.choice(SLURM_HOSTILE)}" if roll < 0.7 else "" if roll < 0.85 else f"{m.group(0)} {m.group(0)}"
+        text = text[:m.start()] + new + text[m.end():]
+    if rng.random() < 0.05:
+        text = text[:rng.randint(0, len(text))]
+    return text
+
+
+@pytest.mark.parametrize("case", range(CASES // 2))
+def test_mutated_scontrol_outputs(tmp_path, case):
+    """``slurm snapshot``, ``slurm config`` and ``predict`` of what they wrote: exit 0 or exit 2
+    with one message, whatever scontrol's text holds (before this test, a partition's
+    ``TotalCPUs=(null)`` under multifactor's job-size weight was an internal error)."""
+    rng = random.Random(10_000 + case)
+    for name in SLURM_FILES:
+        text = (SLURM_LAB / name).read_text()
+        (tmp_path / name).write_text(mutate_scontrol(text, name, rng) if rng.random() < 0.5 else text)
+    raw, out, site = tmp_path / "raw.xml", tmp_path / "out.xml", tmp_path / "site.xml"
+    for args, made in ((["slurm", "snapshot", "--from", str(tmp_path), "-o", str(raw)], raw),
+                       (["slurm", "config", "--from", str(tmp_path), "-o", str(site)], site),
+                       (["predict", str(raw), "-o", str(out), "-q"], out)):
+        if args[0] == "predict" and not raw.exists():
+            continue
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code in (0, 2), (case, args[:2], result.stderr)
+        if result.exit_code == 2:
+            errors = [line for line in result.stderr.splitlines() if line.startswith("jufo: error: ")]
+            assert not made.exists() and len(errors) == 1, result.stderr

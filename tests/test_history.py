@@ -329,6 +329,23 @@ def test_backtest_is_the_same_with_two_processes_and_beats_the_walltime_forecast
     assert figures["history"]["median_abs_error"] < figures["starts now"]["median_abs_error"]
 
 
+def test_a_backtest_with_nothing_to_compare_is_exit_2_naming_why(tmp_path):
+    """A trace that records no waits (a synthetic workload: field 3 is -1) or a window where
+    no job waits has no real start to judge a forecast by: exit 2 saying so, not an empty table."""
+    header = "; MaxProcs: 16\n; MaxNodes: 16\n"
+    unknown = tmp_path / "model.swf"
+    unknown.write_text(header + "".join(f"{i} {i * 100} -1 500 4 -1 -1 4 900 -1 1 1 1 -1 1 -1 -1 -1\n"
+                                        for i in range(1, 40)))
+    done = cli("backtest", str(unknown))
+    assert done.exit_code == 2 and "no job of its 39 waited" in done.stderr and "field 3" in done.stderr
+    waited = tmp_path / "waited.swf"
+    waited.write_text(header + "".join(f"{i} {i * 100} {300 if i % 2 else 0} 500 16 -1 -1 16 900 -1 1 1 1 -1 1 -1 -1 -1\n"
+                                       for i in range(1, 40)))
+    assert cli("backtest", str(waited), "--every", "600").exit_code == 0
+    empty = cli("backtest", str(waited), "--from", "0", "--to", "50")
+    assert empty.exit_code == 2 and "no job waits at any snapshot time from 0 to 50" in empty.stderr
+
+
 def test_backtest_on_dask_needs_the_extra():
     pytest.importorskip("dask.distributed", reason="the optional Dask extra is not installed")
     from dask.distributed import Client, LocalCluster

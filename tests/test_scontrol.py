@@ -158,6 +158,15 @@ def test_builtin_linear_and_the_default_test_depth():
     assert settings["maxtopdogs"] == "500"
 
 
+def test_backfill_limits_jufo_does_not_model_get_a_note_each():
+    params = "bf_continue,bf_max_job_user=50,bf_max_job_part=0,bf_min_prio_reserve=1000,bf_busy_nodes,bf_licenses"
+    settings, _, notes = scontrol.site_settings(config(SchedulerParameters=params), PARTS)
+    assert settings["maxtopdogs"] == "500"
+    said = [n.split(":")[0] for n in notes]
+    assert "bf_max_job_user=50" in said and "bf_min_prio_reserve=1000" in said and "bf_licenses" in said
+    assert not any(n.startswith(("bf_max_job_part", "bf_busy_nodes")) for n in notes)  # 0 is no limit; placement only
+
+
 def test_multifactor_age_and_size_is_a_formula():
     cfg = config(PriorityType="priority/multifactor", PriorityWeightAge="1000", PriorityWeightJobSize="500",
                  PriorityMaxAge="01:00:00")

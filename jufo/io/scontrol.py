@@ -408,6 +408,28 @@ _SCHEDULERS = {"sched/backfill": "Backfilling", "sched/builtin": "FCFS"}
 _SELECTS = ("select/cons_tres", "select/cons_res", "select/linear")
 
 
+# SchedulerParameters that change what Slurm's backfill plans, and that jufo does not model:
+# each one set (not 0, which means no limit) gets a note, so that an admin knows where Slurm's
+# estimates and jufo's may part
+UNMODELLED_PARAMETERS = {
+    "bf_max_job_user": "Slurm plans at most this many jobs per user in a pass; jufo plans every job",
+    "bf_max_job_part": "Slurm plans at most this many jobs per partition in a pass; jufo plans every job",
+    "bf_max_job_user_part": "Slurm plans at most this many jobs per user and partition; jufo plans every job",
+    "bf_max_job_assoc": "Slurm plans at most this many jobs per association; jufo plans every job",
+    "bf_max_job_start": "Slurm starts at most this many jobs in a pass; jufo starts every job that fits",
+    "bf_min_prio_reserve": "Slurm reserves nothing for jobs below this priority (they only start where they fit "
+                           "at once); jufo reserves for every job it tests",
+    "bf_min_age_reserve": "Slurm reserves nothing for jobs pending less than this long; jufo reserves for every "
+                          "job it tests",
+    "bf_job_part_count_reserve": "Slurm reserves for only the first jobs of each partition; jufo reserves for "
+                                 "every job it tests",
+    "bf_one_resv_per_job": "Slurm keeps one reservation per job over all its partitions; jufo plans a job in "
+                           "its first partition",
+    "bf_licenses": "licenses are not modelled",
+    "bf_max_time": "a pass that runs out of time stops early in Slurm; jufo plans every job",
+}
+
+
 def _parameters(text: str) -> dict[str, str]:
     """``bf_interval=5,bf_continue`` → ``{'bf_interval': '5', 'bf_continue': ''}``."""
     out = {}
@@ -457,6 +479,10 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         settings["resolution"] = resolution
         if "bf_continue" not in params:
             notes.append("bf_continue unset: a long backfill pass may stop early in Slurm; jufo plans every job")
+    for key in sorted(params):
+        if key in UNMODELLED_PARAMETERS and sched == "sched/backfill" and params[key] != "0":  # 0: no limit
+            shown = f"{key}={params[key]}" if params[key] else key
+            notes.append(f"{shown}: {UNMODELLED_PARAMETERS[key]}")
     if "default_queue_depth" in params:
         notes.append(f"default_queue_depth={params['default_queue_depth']}: the main scheduler's depth is not "
                      "modelled (backfilling covers the jobs it does not reach)")
@@ -471,7 +497,7 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
     if prio == "priority/basic":
         settings["system_sysprio"] = "-DATEqueuedate"
     elif prio == "priority/multifactor":
-        settings["system_sysprio"] = _multifactor(config, partitions, notes, config_name)
+        settings["system_sysprio"] = _multifactor(config, partitions, notes, config_name, partition_name)
     else:
         raise InputError(config_name, "PriorityType", prio, "not priority/basic or priority/multifactor")
     over = config.get("OverTimeLimit", "0 min").split()[0]
@@ -513,7 +539,7 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
 
 
 def _multifactor(config: dict[str, str], partitions: list[dict[str, str]], notes: list[str],
-                 source: str) -> str:
+                 source: str, partition_name: str = "partition.txt") -> str:
     """The priority formula of ``priority/multifactor``. Age, job size and partition can be
     computed from a job; fair share, QOS, association and TRES weights cannot: with any of
     them set, the priority Slurm computed (``userprio``) orders the jobs, frozen at the
@@ -527,11 +553,23 @@ def _multifactor(config: dict[str, str], partitions: list[dict[str, str]], notes
         return "userprio"
     terms = []
     if weights["Age"]:
-        max_age = seconds_of(config.get("PriorityMaxAge", "7-00:00:00")) or 7 * 86400
+        raw = config.get("PriorityMaxAge", "7-00:00:00")
+        try:
+            max_age = seconds_of(raw) or 7 * 86400
+        except ValueError as err:
+            raise InputError(source, "PriorityMaxAge", raw, str(err)) from None
         terms.append(f"{weights['Age']} * min(AGE, {max_age}) / {max_age}")
     if weights["JobSize"]:
-        nodes = sum(len(expand_hostlist(p["Nodes"])) for p in partitions if p.get("Nodes", "(null)") != "(null)")
-        cpus = sum(int(p.get("TotalCPUs", "0")) for p in partitions)
+        nodes = cpus = 0
+        for k, part in enumerate(partitions):
+            names, total = part.get("Nodes", "(null)"), part.get("TotalCPUs", "0")
+            try:
+                nodes += 0 if names == "(null)" else len(expand_hostlist(names))
+            except ValueError as err:
+                raise InputError(f"{partition_name}, line {k + 1}", "Nodes", names[:200], str(err)) from None
+            if not total.isdigit():
+                raise InputError(f"{partition_name}, line {k + 1}", "TotalCPUs", total[:200], "not a whole number")
+            cpus += int(total)
         nodes = max(nodes, 1)
         favor_small = config.get("PriorityFavorSmall", "No").lower() in ("yes", "1")
         size = f"(numnodes / {nodes} + totalcores / {max(cpus, 1)}) / 2"

@@ -402,6 +402,14 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
     trace = _load(settings)[0]
     settings = replace(settings, when=("submits", start, stop, 0) if at_submit else ("every", start, stop, every))
     ats = snapshot_times(trace, settings.when)
+    if not any(j.wait > 0 for j in trace.jobs):
+        raise InputError(settings.trace, "wait time (field 3)", None, f"no job of its {len(trace.jobs):,} waited (field 3 is 0 or "
+                         "-1, unknown, on every line): a backtest compares forecasts with the real starts, and "
+                         "this trace records none that waited")
+    if not ats:
+        raise InputError("trace", "--from" if start is not None or stop is not None else "--every", None,
+                         f"no job waits at any snapshot time from {start if start is not None else 'the start'} "
+                         f"to {stop if stop is not None else 'the end'}: nothing to forecast")
     raw = run_phase1(settings, ats, workers, dask, progress)
     forecasts = calibrate(raw, coverage, settings.keep_days)
     if at_submit:
