@@ -215,3 +215,30 @@ def test_test_only_is_slurms_quick_estimate_not_its_plan():
     by_id = {job.id: job for job in snap.jobs}
     assert by_id["b"].start == 0 and by_id["c"].start == 100  # the plan
     assert test_only(snap, config, forecast.simulation, by_id["c"]) == 2 * 10 // 4 * 60  # the quick estimate
+
+
+def test_slurms_plan_leaves_jobs_submitted_later_to_the_simulation(tmp_path):
+    """A snapshot with future queue dates (``swf2lml --future``): Slurm's pass at the snapshot
+    knows only the jobs submitted by then, so jobs submitted later keep the simulation's
+    forecast; the ones already waiting are planned."""
+    lines = ["; MaxProcs: 8", "; MaxNodes: 8"]
+    # 8 jobs over 4 nodes: the first two fill the machine, the rest wait or come later
+    for i, (submit, wait, procs, run, wall) in enumerate([(0, 0, 4, 500, 1000), (0, 0, 4, 300, 600),
+                                                          (10, 490, 8, 100, 200), (20, 580, 2, 50, 100),
+                                                          (400, 200, 4, 100, 300), (900, 0, 8, 60, 120),
+                                                          (950, 0, 1, 30, 60), (2000, 0, 2, 10, 60)], 1):
+        lines.append(f"{i} {submit} {wait} {run} {procs} -1 -1 {procs} {wall} -1 1 1 1 -1 1 -1 -1 -1")
+    trace = tmp_path / "t.swf"
+    trace.write_text("\n".join(lines) + "\n")
+    snap = tmp_path / "snap.xml"
+    assert CliRunner().invoke(main, ["swf2lml", str(trace), "--at", "30", "--future", "-o", str(snap), "-q"]).exit_code == 0
+    starts = {}
+    for plan in ("slurm", "simulate"):
+        out = tmp_path / f"{plan}.xml"
+        done = CliRunner().invoke(main, ["predict", str(snap), "--set", f"plan={plan}", "--set", "maxtopdogs=all",
+                                         "-o", str(out), "-q"])
+        assert done.exit_code == 0, done.stderr
+        starts[plan] = {o.data["step"]: o.data.get("jufo_starttime") for o in lml.read(str(out)).of_type("job")}
+    later = ["5", "6", "7", "8"]  # submitted after the snapshot's time (30 s)
+    assert [starts["slurm"][s] for s in later] == [starts["simulate"][s] for s in later]
+    assert all(starts["slurm"][s] for s in ("3", "4"))

@@ -510,7 +510,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
             running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
     planned = 0
     rejected: dict[str, int] = {}  # arrays whose first task waits: Slurm tests no other task of them
-    for job in _tested(snap, sim):
+    for job in _tested(snap, sim, now):
         if planned >= sim.policy.maxtopdogs:
             break
         if job.array is not None and (job.array in rejected or running_tasks.get(job.array, 0)
@@ -615,13 +615,15 @@ def _mask_of(nodes: Iterable[int]) -> int:
     return mask
 
 
-def _tested(snap: Snapshot, sim: Simulation) -> list[Job]:
+def _tested(snap: Snapshot, sim: Simulation, now: int | None = None) -> list[Job]:
     """The pending jobs Slurm's backfill tests, in its order (``sort_job_queue2``): partition
     priority tier, then the priority Slurm last computed (``userprio``; the configured formula
-    for a job without one, such as a what-if candidate), then submission, then job id."""
+    for a job without one, such as a what-if candidate), then submission, then job id. A job
+    submitted after the pass at ``now`` (a snapshot with future queue dates) is not in it."""
     deps, bound = sim.dependencies, sim.bound_to
     jobs = [job for job in snap.jobs if not job.running and job.read_reason is None and job.leader is None
-            and job.het is None and job.limited is None and job not in bound and job not in deps and job.wall > 0]
+            and job.het is None and job.limited is None and job not in bound and job not in deps and job.wall > 0
+            and (now is None or job.queued <= now)]
 
     def tier(job: Job) -> float:
         try:

@@ -105,7 +105,10 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     sim.run(running, lambda job: place_running(job, state, report), reservations, waiting,
             dependency.resolve(snap.jobs))
     forecast = Forecast(snap, config, sim)
-    if behaviour is None and config.plan == "slurm":  # the walltime-only forecast: what Slurm plans
+    # the walltime-only forecast: what Slurm plans. Not where jobs carry their real run times (a
+    # replay, swf2lml --actual): that is the simulation of what happens, which one plan made at
+    # time zero with walltimes is not (a lab's replay was 613 s off Slurm's residences with it)
+    if behaviour is None and config.plan == "slurm" and not any(job.actual is not None for job in snap.jobs):
         plan_pending(snap, config, sim)
     jobsets.follow_leaders(snap.jobs)
     return forecast
