@@ -8,7 +8,8 @@ whole-node reservations ``(name,n)``, which is what the random snapshots of the 
 
 Jobs with a real run time shorter than their wall end early; backfilling then compresses
 the plain way: each top dog in priority order drops its reservation, searches again from
-scratch and keeps the new slot only if it is earlier.
+scratch and keeps the new slot only if it is earlier; with ``replan=yes`` (Slurm's backfill)
+every reservation that does not begin then is dropped, and the pass reserves anew.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Reference:
         self.maxtopdogs = math.inf if top == "all" else int(top)
         self.per_queue = settings.get("topdogs_per_queue", "no") == "yes"
         self.order = settings.get("backfill_order", "priority")
+        self.replan = settings.get("replan", "no") == "yes"
         self.allocation = settings.get("node_allocation", "lowest")
         self.allocs: list[Alloc] = []
         self.now = 0
@@ -282,7 +284,13 @@ class Reference:
             for a in early:  # the job ends now, before its wall
                 a.end, a.real_end = t, None
             if early and self.algorithm == "Backfilling":
-                self.compress(t, reserved)
+                if self.replan:  # Slurm's backfill: every reservation made anew in this pass
+                    for job in [j for j, a in reserved.items() if a.start > t]:
+                        if reserved[job] in self.allocs:
+                            self.allocs.remove(reserved[job])
+                        del reserved[job]
+                else:
+                    self.compress(t, reserved)
             present = sorted((j for j in queue if j.queued <= t and j.id not in out), key=rank)
             before = len(out)
             self.pass_at(t, present, out, reserved)

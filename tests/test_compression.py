@@ -228,3 +228,32 @@ def test_node_compression_looks_only_where_something_came_back(seed, topdogs, wh
     bounded = node_schedule(seed, whole, settings)
     monkeypatch.setattr(Freed, "bound", lambda self, *args, **kwargs: NEVER)
     assert node_schedule(seed, whole, settings) == bounded
+
+
+@pytest.mark.parametrize("state", ["NodeState", "AttributeState"])
+def test_replan_makes_reservations_anew_in_priority_order(state):
+    """Four nodes, conservative backfilling. R1 (2 nodes) runs [0, 10) though its wall says 100,
+    R2 (2 nodes) [0, 50). A (all 4 nodes) is planned at 100, B (2 nodes, 45 s) before it at 50.
+    At 10 R1 ends. Compression keeps B's slot and moves A only as far as B allows (95; then B
+    moves onto R1's nodes, at 10). With
+    ``replan`` (Slurm's backfill, planning from scratch) A goes first and takes 50; B, which
+    would no longer end before A, is planned after it: later than its first slot."""
+    from conftest import T0, waiting
+    from jufo.io.dates import format_date, parse_date
+
+    at = lambda s: format_date(parse_date(T0)[0] + s, "%m/%d/%y-%H:%M:%S")
+    jobs = {"R1": waiting(1, 100, at(0), nodes=2, userprio=100, actualruntime=10),
+            "R2": waiting(1, 50, at(0), nodes=2, userprio=90),
+            "A": waiting(1, 100, at(0), nodes=4, userprio=50),
+            "B": waiting(1, 45, at(0), nodes=2, userprio=10)}
+    nodes = {f"n{i}": 1 for i in range(1, 5)}
+    starts = {}
+    for replan in ("no", "yes"):
+        settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "system_state": state,
+                    "system_sysprio": "userprio", "replan": replan}
+        snap, config = prepare(lml.parse(snapshot(jobs, nodes=nodes, system_time=T0)), Report(quiet=True), settings)
+        forecast = simulate(snap, config, Report(quiet=True))
+        starts[replan] = {j.id: j.start for j in forecast.jobs}
+        assert {j.id: t for j, t in forecast.simulation.promised.items()} == {"A": 100, "B": 50}
+    assert starts["no"] == {"R1": 0, "R2": 0, "A": 95, "B": 10}  # B then moves to R1's nodes
+    assert starts["yes"] == {"R1": 0, "R2": 0, "A": 50, "B": 150}

@@ -39,6 +39,10 @@ CONFIGS = [
     # a priority by size: later arrivals outrank jobs already waiting, even top dogs
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "1", "system_sysprio": "taskspernode*nummachines"},
     {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "system_sysprio": "taskspernode*nummachines"},
+    # Slurm's backfill: reservations made anew at every early end
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "replan": "yes"},
+    {"scheduling_algorithm": "Backfilling", "maxtopdogs": "2", "topdogs_per_queue": "yes", "replan": "yes",
+     "system_sysprio": "taskspernode*nummachines"},
 ]
 
 

@@ -114,7 +114,8 @@ def test_bad_durations_are_refused(text):
 def test_backfill_cons_tres_basic():
     settings, queues, notes = scontrol.site_settings(config(), PARTS)
     assert settings == {"system_state": "NodeState", "scheduling_algorithm": "Backfilling", "maxtopdogs": "300",
-                        "plan": "slurm", "plan_window": str(2880 * 60), "resolution": "60", "node_sharing": "yes",
+                        "plan": "slurm", "replan": "yes", "plan_window": str(2880 * 60), "resolution": "60",
+                        "node_sharing": "yes",
                         "system_sysprio": "-DATEqueuedate", "exclusive_queues": "batch"}
     assert dict(queues)["batch"]["maxtime"] == "86400" and "maxtime" not in dict(queues)["shared"]
     # no exclusive partition: said, so that none is read off the running jobs

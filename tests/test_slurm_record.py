@@ -70,10 +70,12 @@ def test_backtest_of_the_labs_own_sacct(lab):
     result = json.loads(done.stdout)
     overall = result["overall"]
     assert result["forecasts"] > 700
-    # measured: history 48 s, walltime 145 s, starts now 137 s median absolute error
+    # measured: history 49 s, walltime 142 s, starts now 137 s median absolute error, 80 % range
+    # held 70.2 % (with compression instead of Slurm's replanning, replan=no: 45 s and 76.6 %;
+    # replanning is kept for what the captures and the replay show, see docs/slurm.md)
     assert overall["history"]["median_abs_error"] < 0.5 * overall["walltime"]["median_abs_error"]
     assert overall["history"]["median_abs_error"] < overall["starts now"]["median_abs_error"]
-    assert overall["history"]["coverage"] >= 0.75
+    assert overall["history"]["coverage"] >= 0.7
 
 
 def test_snapshots_and_sacct_imports_take_turns_without_rewriting_accounting(tmp_path_factory, tmp_path):
@@ -115,11 +117,12 @@ def test_replay_of_the_labs_stream_with_its_own_settings_simulates(lab):
     reads (``plan=slurm``), against Slurm's own residence times (Baranov's P, lab/adequacy.py).
     The plan is the walltime-only forecast of a snapshot: a replay with real run times must
     simulate, and a plan made at time zero must not test jobs submitted later. With the plan
-    applied, P was 613 s (mean residence 218 s); simulated, 119 s."""
+    applied, P was 613 s (mean residence 218 s); simulated with compression, 119 s; with
+    reservations made anew at each early end, as Slurm's backfill does (``replan=yes``), 92 s."""
     sys.path.insert(0, str(ROOT / "lab"))
     import adequacy
 
     run = adequacy.runs(lab)
     slurm = {k: v["end"] - v["submit"] for k, v in run.items()}
     p, jobs = adequacy.p_of(slurm, adequacy.replay(run, lab, 100, 1))
-    assert jobs == 320 and p < 150, p
+    assert jobs == 320 and p < 100, p

@@ -32,6 +32,7 @@ DEFAULTS: dict[str, str] = {
     "backfill_order": "priority",
     "node_allocation": "lowest",
     "plan": "simulate",
+    "replan": "no",
 }
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
@@ -123,6 +124,7 @@ class Configuration:
             report.error(label, "system_sysprio", merged["system_sysprio"], f"priority formula refused: {err}")
         maxtopdogs = _count(merged, "maxtopdogs", label, report, allow_all=True)
         per_queue = _flag(merged, "topdogs_per_queue", label, report)
+        replan = _flag(merged, "replan", label, report)
         maxnumjobs = _count(merged, "maxnumjobs", label, report, unlimited_ok=True)
         sharing = _flag(merged, "node_sharing", label, report)
         horizon = _count(merged, "horizon", label, report, unlimited_ok=True)
@@ -153,6 +155,7 @@ class Configuration:
             maxnumjobs=maxnumjobs,
             horizon=horizon,
             backfill_order="priority" if order == "firstfit" else str(order),
+            replan=bool(replan),
         )
         given = merged.get("exclusive_queues", "").strip()
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()

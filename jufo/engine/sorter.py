@@ -359,6 +359,15 @@ class WaitingQueue:
         if self.static:
             self._unfile(job)
 
+    def unreserved(self, job: Job) -> None:
+        """``job`` lost its reservation (``replan``): walks reach it as any waiting job again
+        (a parked owner's job stays parked).  O(log n)."""
+        if self.static:
+            if job.owner in self.parked:
+                self.parked[job.owner][job] = None
+            else:
+                self._file(job)
+
     def park(self, owner: Any) -> None:
         """Take ``owner``'s unreserved jobs out of the request classes until ``unpark``: walks
         pass over none of them, and jobs of ``owner`` that come meanwhile are parked too. For

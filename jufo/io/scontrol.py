@@ -472,6 +472,8 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
             raise InputError(config_name, "SchedulerParameters", f"bf_window={window}", "not whole minutes")
         # the walltime-only forecast is Slurm's own pass (what it shows as StartTime), with its window
         settings["plan"] = "slurm"
+        # and it plans from scratch at every pass: a job's planned slot is not kept for it
+        settings["replan"] = "yes"
         settings["plan_window"] = str(int(window) * 60)
         resolution = params.get("bf_resolution", "60")  # Slurm's default
         if not resolution.isdigit() or int(resolution) < 1:
