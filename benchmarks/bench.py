@@ -46,6 +46,7 @@ class Shape:
     array: int = 0  # tasks of one more, pending job array of one-node tasks, throttled to 10 at once
     per_user: int | None = None  # the first queue's ``maxjobsperuser``
     plan: str = "simulate"  # ``slurm``: the walltime-only forecast is Slurm's backfill plan (``bf_resolution`` 60 s)
+    replan: str = "no"  # ``yes``: reservations made anew at every early end, as Slurm's backfill (``jufo slurm config``)
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -68,6 +69,7 @@ def generate(shape: Shape) -> bytes:
             "node_sharing": shape.node_sharing, "maxtopdogs": shape.maxtopdogs,
             "topdogs_per_queue": shape.topdogs_per_queue,
             **({"plan": shape.plan, "resolution": "60"} if shape.plan != "simulate" else {}),
+            **({"replan": shape.replan} if shape.replan != "no" else {}),
         }),
     ]
     names = [f"q{q}" for q in range(shape.queues)]
@@ -134,6 +136,9 @@ CASES: dict[str, Shape] = {
     # Slurm's backfill plan as the walltime-only forecast: its default bf_max_job_test=500, and every job
     "juropa-slurm": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no"),
     "juropa-slurm-all": Shape(plan="slurm", maxtopdogs="all", topdogs_per_queue="no"),
+    # as jufo slurm config sets it, but 50 reservations, not 500: with --history (every job ends
+    # at its learned run time, each early end makes the reservations anew) 500 take minutes
+    "juropa-slurm-50": Shape(plan="slurm", maxtopdogs="50", topdogs_per_queue="no", replan="yes"),
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
     # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
     # compression at every end, which grows much faster than the jobs (see the README)
@@ -390,6 +395,7 @@ def growth_exponent(rows: list[dict]) -> float:
 
 
 ALL_CASES = [*CASES, "juropa-whatif", "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
+             "juropa-slurm-50-history",
              "large-history",
              *TRACE_COMMANDS]
 

@@ -88,7 +88,7 @@ class Freed:
     KEPT = 4096
 
     def __init__(self) -> None:
-        self.log: list[tuple[int, int, int, float]] = []  # (start, end, nodes, gap)
+        self.log: list[tuple[int, int, int, float, tuple | None]] = []  # (start, end, nodes, gap, by)
         self.base = 0  # intervals dropped from the front of ``log``
 
     @property
@@ -96,34 +96,56 @@ class Freed:
         """The position after the newest interval: a look stamps itself with it."""
         return self.base + len(self.log)
 
-    def add(self, start: int, end: int, nodes: int = 0, gap: float = NEVER) -> None:
+    def add(self, start: int, end: int, nodes: int = 0, gap: float = NEVER,
+            by: tuple[str, str, str | None] | None = None) -> None:
         """Log ``[start, end)`` as given back, on the nodes of mask ``nodes``, which
-        reservations hold again by ``gap`` (NEVER: not known).  O(1) amortised."""
+        reservations hold again by ``gap`` (NEVER: not known), by a job of ``(user, queue,
+        array)`` (None: not known).  O(1) amortised."""
         if end > start:
             log = self.log
-            log.append((start, end, nodes, gap))
+            log.append((start, end, nodes, gap, by))
             if len(log) > 2 * self.KEPT:
                 del log[:self.KEPT]
                 self.base += self.KEPT
 
-    def bound(self, mark: int, reach: int, now: int, wall: int = 1, own: int = 0) -> float | None:
+    def bound(self, mark: int, reach: int, now: int, wall: int = 1, own: int = 0,
+              limited: tuple[str, str | None, str | None] | None = None) -> float | None:
         """For a look stamped ``mark`` whose windows lie before ``reach`` (of ``wall``, by a
         job whose own reservation holds the nodes of mask ``own``): a time by which an earlier
         slot must start. The latest, over the intervals logged since that begin before
         ``reach``, of the interval's end, or where its nodes are held again by another's
         reservation less ``wall``; None if there is none after ``now`` (no earlier slot can have
-        opened), NEVER if the look is unknown or older than the log.  O(intervals since ``mark``)."""
+        opened), NEVER if the look is unknown or older than the log. Under limits, ``limited``
+        is the job's ``(user, limited queue or None, array)``: an interval given back by a job
+        of the same user, limited queue or array also gave room under a cap, which the job
+        may use on any nodes, so its nodes' gap does not bound it.  O(intervals since ``mark``)."""
         k = mark - self.base
         if mark < 0 or k < 0:
             return NEVER
         below = now
-        for a, b, nodes, gap in self.log[k:]:
+        for a, b, nodes, gap, by in self.log[k:]:
             if a < reach:
-                if gap < NEVER and not nodes & own and gap - wall + 1 < b:
+                if gap < NEVER and not nodes & own and gap - wall + 1 < b and (
+                        limited is None or not _under_same_limit(by, limited)):
                     b = gap - wall + 1
                 if b > below:
                     below = b
         return below if below > now else None
+
+
+def _under_same_limit(by: tuple[str, str, str | None] | None, limited: tuple[str, str | None, str | None]) -> bool:
+    """Could room given back by a job of ``by`` (user, queue, array; None: unknown) loosen a
+    limit of a job of ``limited`` (user, its queue if that has limits, array)?
+
+    >>> _under_same_limit(("u", "q", None), ("u", None, None)), _under_same_limit(("v", "q", None), ("u", None, None))
+    (True, False)
+    >>> _under_same_limit(("v", "q", None), ("u", "q", None)), _under_same_limit(None, ("u", None, None))
+    (True, True)
+    """
+    if by is None:
+        return True
+    return (by[0] == limited[0] and bool(by[0])) or (limited[1] is not None and by[1] == limited[1]) or (
+        limited[2] is not None and by[2] == limited[2])
 
 
 class NodeAlgebra:
@@ -271,16 +293,33 @@ class NodeState(SystemState):
         unplanned and planned again unless it moves: O(releases before ``alloc.start``) set
         operations. After a look that found nothing, the next stops where the last interval
         given back since then ends (see ``Freed``; KTH with node sets, conservative, real run
-        times: 7 % faster). Limits, start windows and per-node queue shares (which count the
-        planned allocations themselves) take the general path."""
-        if allowed is not None or self.limits.active or (self.sharing and self.machine.restricted(job.queue)):
+        times: 7 % faster). Start windows and per-node queue shares (which count the planned
+        allocations themselves) take the general path."""
+        if allowed is not None or (self.sharing and self.machine.restricted(job.queue)):
             return super().earlier(job, alloc, horizon, allowed)
+        limited = self.limits.active
         mark, below = self.freed.mark, NEVER
         if not self.machine.has_switches:  # (a switch ask lapses with time: a slot opens by itself)
             wall = max(job.wall, 1)
-            below = self.freed.bound(alloc.looked, alloc.start + wall, self.now, wall, alloc.resources.node_mask())
+            below = self.freed.bound(alloc.looked, alloc.start + wall, self.now, wall, alloc.resources.node_mask(),
+                                     (job.owner, job.queue if job.queue in self.limits.spans else None, job.array)
+                                     if limited else None)
         begin = None if below is None else self._count_fit(job, self.now, alloc.start)
-        found = None if begin is None else self._earliest_from(job, horizon, None, begin, alloc, below)
+        if begin is None:
+            found = None
+        elif limited:
+            # queue limits, user caps and array throttles count the job's own span: not while
+            # it looks. A cap loosens only where one of its user's jobs gave back room, which is
+            # logged in ``freed`` as any room is, so the same bound holds (see ``Freed.bound``).
+            # (Before, every look under limits unplanned and searched afresh: with caps learned
+            # from a history and Slurm's 500 reservations, JUROPA-size predict --history: 639 s.)
+            self.limits.discard(alloc)
+            try:
+                found = self._earliest_from(job, horizon, None, begin, alloc, below)
+            finally:
+                self.limits.add(alloc)
+        else:
+            found = self._earliest_from(job, horizon, None, begin, alloc, below)
         if found is None:  # nothing earlier fits: the next look need only see what comes back
             alloc.looked = mark
         return found
@@ -764,7 +803,8 @@ class NodeState(SystemState):
             self.reserved.subtract(planned.start, planned.end, planned.resources)
         super().finish(alloc)
         self.reach.clear()
-        self._given_back(self.now, alloc.end if planned is None else max(alloc.end, planned.end), alloc.resources)
+        self._given_back(self.now, alloc.end if planned is None else max(alloc.end, planned.end), alloc.resources,
+                         alloc)
         self._count(alloc, self.now, alloc.end, 1)
         self.running.remove(alloc)
         self._track(alloc, False)
@@ -792,7 +832,7 @@ class NodeState(SystemState):
         self.planned.remove(alloc)
         self._track(alloc, False)
         self.reserved.subtract(alloc.start, alloc.end, alloc.resources)
-        self._given_back(max(alloc.start, self.now), alloc.end, alloc.resources)
+        self._given_back(max(alloc.start, self.now), alloc.end, alloc.resources, alloc)
         self._count(alloc, max(alloc.start, self.now), alloc.end, 1)
 
     GAP_SEGMENTS = 64  # reserved segments a gap is looked for in: past them, not known
@@ -818,13 +858,13 @@ class NodeState(SystemState):
         taken, given = min(alloc.start, moved.end), max(alloc.start, moved.end, self.now)
         self.reserved.add(start, taken, resources)
         self.reserved.subtract(given, alloc.end, resources)
-        self._given_back(given, alloc.end, resources)
+        self._given_back(given, alloc.end, resources, alloc)
         self.held[moved] = self._units_of(alloc)  # the same resources: the same units
         self._count(alloc, given, alloc.end, 1)
         self._count(moved, start, taken, -1)
         return moved
 
-    def _given_back(self, start: int, end: int, resources: NodeCores) -> None:
+    def _given_back(self, start: int, end: int, resources: NodeCores, alloc: Allocation | None = None) -> None:
         """Log ``resources`` as given back over ``[start, end)`` (see ``Freed``), with the time
         by which reservations hold each of their nodes again: a window that gains one of these
         nodes is free on it throughout, so it lies in that node's gap, which ends where a
@@ -845,7 +885,9 @@ class NodeState(SystemState):
                     if not left:
                         gap = max(end, times[k])
                         break
-        self.freed.add(start, end, nodes, gap)
+        job = None if alloc is None else alloc.job
+        self.freed.add(start, end, nodes, gap, None if alloc is None else
+                       (alloc.user, alloc.queue, None if job is None else job.array))
 
     def advance(self, now: int) -> None:
         if now != self.now:
