@@ -136,9 +136,9 @@ CASES: dict[str, Shape] = {
     # Slurm's backfill plan as the walltime-only forecast: its default bf_max_job_test=500, and every job
     "juropa-slurm": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no"),
     "juropa-slurm-all": Shape(plan="slurm", maxtopdogs="all", topdogs_per_queue="no"),
-    # as jufo slurm config sets it, but 50 reservations, not 500: with --history (every job ends
-    # at its learned run time, each early end makes the reservations anew) 500 take minutes
-    "juropa-slurm-50": Shape(plan="slurm", maxtopdogs="50", topdogs_per_queue="no", replan="yes"),
+    # as jufo slurm config sets it: with --history every job ends at its learned run time and
+    # each early end makes the reservations anew (the learned simulation keeps at most 20)
+    "juropa-slurm-replan": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no", replan="yes"),
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
     # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
     # compression at every end, which grows much faster than the jobs (see the README)
@@ -395,7 +395,7 @@ def growth_exponent(rows: list[dict]) -> float:
 
 
 ALL_CASES = [*CASES, "juropa-whatif", "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
-             "juropa-slurm-50-history",
+             "juropa-slurm-replan-history",
              "large-history",
              *TRACE_COMMANDS]
 

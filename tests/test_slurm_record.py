@@ -71,7 +71,7 @@ def test_backtest_of_the_labs_own_sacct(lab):
     overall = result["overall"]
     assert result["forecasts"] > 700
     # measured: history 49 s, walltime 142 s, starts now 137 s median absolute error, 80 % range
-    # held 70.2 % (with compression instead of Slurm's replanning, replan=no: 45 s and 76.6 %;
+    # held 70.4 % (with compression instead of Slurm's replanning, replan=no: 45 s and 76.6 %;
     # replanning is kept for what the captures and the replay show, see docs/slurm.md)
     assert overall["history"]["median_abs_error"] < 0.5 * overall["walltime"]["median_abs_error"]
     assert overall["history"]["median_abs_error"] < overall["starts now"]["median_abs_error"]

@@ -59,12 +59,24 @@ def queue_windows(snap: Snapshot) -> QueueWindows | None:
     return windows if windows.active else None
 
 
+# Reservations the simulation with learned run times keeps at most (per queue with
+# topdogs_per_queue). There every job ends before its wall, and each early end moves or remakes
+# every reservation: with Slurm's default of 500 (bf_max_job_test) on a JUROPA-size queue of
+# 1,600 jobs, predict --history took minutes, with 20 it takes 6 s. Deeper jobs start where
+# they fit without delaying the first 20, or once among them. On the three Slurm lab records
+# the history forecast is the same with 20 as with every job reserved (median absolute error
+# 42, 38 and 68 s; within 5 min 97.2, 96.2 and 96.5 %); with 10 it begins to differ.
+LEARNED_TOPDOGS = 20
+
+
 def simulate(snap: Snapshot, config: Configuration, report: Report, progress=None,
              behaviour: Behaviour | None = None) -> Forecast:
     """Run the configured scheduler over the snapshot's jobs, with learned habits if given
     (run times where the snapshot gives none, start windows, user caps)."""
     state = config.make_state(snap.machine, snap.queues)
     sim = config.make_simulation(state, snap.epoch, report)
+    if behaviour is not None and sim.policy.maxtopdogs > LEARNED_TOPDOGS:
+        sim.policy = replace(sim.policy, maxtopdogs=LEARNED_TOPDOGS)
     for reason, caps in limit_caps(snap.jobs).items():
         state.limits.limit_users(caps, source=f" (the batch system says {reason})")
     if snap.throttles:
