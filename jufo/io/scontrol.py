@@ -481,10 +481,10 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         settings["resolution"] = resolution
         if "bf_continue" not in params:
             notes.append("bf_continue unset: a long backfill pass may stop early in Slurm; jufo plans every job")
-    for key in sorted(params):
-        if key in UNMODELLED_PARAMETERS and sched == "sched/backfill" and params[key] != "0":  # 0: no limit
-            shown = f"{key}={params[key]}" if params[key] else key
-            notes.append(f"{shown}: {UNMODELLED_PARAMETERS[key]}")
+        for key in sorted(params):
+            if key in UNMODELLED_PARAMETERS and params[key] != "0":  # 0: no limit
+                shown = f"{key}={params[key]}" if params[key] else key
+                notes.append(f"{shown}: {UNMODELLED_PARAMETERS[key]}")
     if "default_queue_depth" in params:
         notes.append(f"default_queue_depth={params['default_queue_depth']}: the main scheduler's depth is not "
                      "modelled (backfilling covers the jobs it does not reach)")
