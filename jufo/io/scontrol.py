@@ -32,6 +32,18 @@ class SlurmTextError(InputError):
         super().__init__(f"{source}, line {line}", key, value, reason)
 
 
+def partition_nodes(part: dict[str, str], k: int, source: str) -> list[str]:
+    """The node names of the ``k``-th partition record (none for ``(null)``); SlurmTextError
+    naming ``source``, the line and ``Nodes`` for a malformed hostlist."""
+    members = part.get("Nodes", "(null)")
+    if members in ("(null)", ""):
+        return []
+    try:
+        return expand_hostlist(members)
+    except ValueError as err:
+        raise SlurmTextError(source, k + 1, "Nodes", members, str(err)) from None
+
+
 def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
     """The records of a ``--oneliner`` listing, one dict a line (or of scontrol's default form,
     a record over several indented lines); a value that holds blanks
@@ -265,14 +277,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     for k, part in enumerate(partitions):
         name = part["PartitionName"]
         tiers[name] = part.get("PriorityTier", "1")
-        members = part.get("Nodes", "(null)")
-        if members in ("(null)", ""):
-            continue
-        try:
-            names = expand_hostlist(members)
-        except ValueError as err:
-            raise SlurmTextError(text.names["partition"], k + 1, "Nodes", members, str(err)) from None
-        for n in names:
+        for n in partition_nodes(part, k, text.names["partition"]):
             if n in cpus:
                 classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
     node_names = {node["NodeName"] for node in nodes}
@@ -564,13 +569,10 @@ def _multifactor(config: dict[str, str], partitions: list[dict[str, str]], notes
     if weights["JobSize"]:
         nodes = cpus = 0
         for k, part in enumerate(partitions):
-            names, total = part.get("Nodes", "(null)"), part.get("TotalCPUs", "0")
-            try:
-                nodes += 0 if names == "(null)" else len(expand_hostlist(names))
-            except ValueError as err:
-                raise InputError(f"{partition_name}, line {k + 1}", "Nodes", names[:200], str(err)) from None
+            nodes += len(partition_nodes(part, k, partition_name))
+            total = part.get("TotalCPUs", "0")
             if not total.isdigit():
-                raise InputError(f"{partition_name}, line {k + 1}", "TotalCPUs", total[:200], "not a whole number")
+                raise SlurmTextError(partition_name, k + 1, "TotalCPUs", total, "not a whole number")
             cpus += int(total)
         nodes = max(nodes, 1)
         favor_small = config.get("PriorityFavorSmall", "No").lower() in ("yes", "1")
