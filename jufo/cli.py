@@ -812,6 +812,28 @@ def _history_option(f):
                         help="The history file (also $JUFO_HISTORY).")(f)
 
 
+def _machine_option(f):
+    return click.option("--machine", "machine_path", default=None, metavar="SNAPSHOT",
+                        help="The machine's nodes and partitions from a raw LML snapshot of it (jufo slurm snapshot "
+                             "-o FILE, or LLview's), instead of --nodes and --cores: each job runs in its own "
+                             "partition.")(f)
+
+
+def _layout(machine_path: str | None):
+    """The ``--machine`` layout (None without one); giving ``--nodes`` or ``--cores`` as well is
+    a usage error, since the snapshot says both."""
+    from .learn import backtest as bt
+
+    if machine_path is None:
+        return None
+    ctx = click.get_current_context()
+    given = [f"--{p}" for p in ("nodes", "cores")
+             if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise click.UsageError(f"--machine gives the nodes; drop {' and '.join(given)}")
+    return bt.machine_layout(machine_path)
+
+
 @history.command("import")
 @click.argument("source", metavar="SOURCE")
 @_history_option
@@ -826,14 +848,16 @@ def _history_option(f):
               help="Also forecast, every hour of the last DAYS days, what jufo would have said then (knowing "
                    "only what the accounting showed), and keep those forecasts: ranges from the first run.")
 @click.option("--nodes", type=click.IntRange(min=1), default=None,
-              help="With --retro: the machine's nodes (default: SWF's MaxProcs / --cores; sacct needs it).")
+              help="With --retro: the machine's nodes (default: SWF's MaxProcs / --cores; sacct needs it or --machine).")
+@_machine_option
 @click.option("--config", "preset", default=None, metavar="FILE",
               help="With --retro: the scheduler model (jufo slurm config writes one).")
 @click.option("-P", "--processes", "workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="With --retro: local processes.")
 @guarded
 def history_import(source: str, history_path: str, until: str | None, kind: str, cores: int,
-                   retro_days: int | None, nodes: int | None, preset: str | None, workers: int) -> None:
+                   retro_days: int | None, nodes: int | None, machine_path: str | None, preset: str | None,
+                   workers: int) -> None:
     """Load accounting into the history: an SWF trace, or the output of Slurm's
 
     \b
@@ -870,7 +894,8 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
                 raise InputError(source, "--until", until, str(err)) from None
     if limit is not None:
         records = list(accounting.until(records, limit))
-    retro = _retro(source, kind, records, limit, retro_days, nodes, cores, preset, workers) if retro_days else []
+    layout = _layout(machine_path)
+    retro = _retro(source, kind, records, limit, retro_days, nodes, cores, layout, preset, workers) if retro_days else []
     with History.open(history_path) as store, store.transaction():  # the jobs and their forecasts, or nothing
         store.import_records(records, kind)
         if capacity and not store.meta("capacity"):
@@ -886,20 +911,20 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
 
 
 def _retro(source: str, kind: str, records: list, limit: int | None, days: int, nodes: int | None, cores: int,
-           preset: str | None, workers: int) -> list[tuple[int, list[tuple]]]:
+           layout, preset: str | None, workers: int) -> list[tuple[int, list[tuple]]]:
     """``history import --retro``: the backtest's forecasts of the last ``days`` days before the
     newest accounted time (or ``--until``), every hour, as rows to keep."""
     from .learn import backtest as bt
 
     if source == "-":
         raise click.BadParameter("--retro reads SOURCE again: give a file, not standard input", param_hint="--retro")
-    if kind == "sacct" and nodes is None:
-        raise click.BadParameter("--retro on sacct needs the machine's --nodes (and --cores per node)",
-                                 param_hint="--nodes")
+    if kind == "sacct" and nodes is None and layout is None:
+        raise click.BadParameter("--retro on sacct needs the machine: --machine SNAPSHOT, or --nodes (and --cores "
+                                 "per node)", param_hint="--nodes")
     newest = max((t for r in records for t in (r.submit, r.start, r.end) if t is not None), default=None)
     if newest is None:
         return []
-    run = bt.Settings(source, nodes, cores, tuple(sorted(preset_settings(preset).items())))
+    run = bt.Settings(source, nodes, cores, tuple(sorted(preset_settings(preset).items())), layout=layout)
     epoch = bt._load(run)[0].epoch
     stop = (limit if limit is not None else newest) - epoch
     return bt.retro_forecasts(run, max(0, stop - days * 86400), stop, min(workers, os.cpu_count() or 1))
@@ -958,6 +983,7 @@ def _dask_address(value: str | None) -> str | None:
               show_default=True, help="The share of real starts the ranges are to hold.")
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: MaxProcs / cores).")
 @click.option("--cores", type=click.IntRange(min=1), default=1, show_default=True, help="Cores per node.")
+@_machine_option
 @_settings_option
 @click.option("--config", "preset", default=None, metavar="FILE", help="A scheduler preset (as for predict).")
 @click.option("-P", "--processes", "workers", type=click.IntRange(min=1), default=1, show_default=True,
@@ -975,7 +1001,8 @@ def _dask_address(value: str | None) -> str | None:
 @guarded
 @_needs_stdout
 def backtest(trace_path: str, every: int, start: int | None, stop: int | None, coverage: float, nodes: int | None,
-             cores: int, overrides: tuple[str, ...], preset: str | None, workers: int, old_workers: int | None,
+             cores: int, machine_path: str | None, overrides: tuple[str, ...], preset: str | None, workers: int,
+             old_workers: int | None,
              dask_address: str | None, timeout: float | None, at_submit: bool, as_json: bool) -> None:
     """Forecast TRACE's waiting queue every --every seconds, with a history that knows only
     what the accounting showed then, and compare with the real starts: the walltime-only
@@ -996,7 +1023,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
             raise click.UsageError("--dask needs the optional Dask extra: .venv/bin/pip install -e '.[dask]' in jufo's folder") from None
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
     workers = min(workers, os.cpu_count() or 1)  # more processes than cores only cost memory
-    run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())))
+    run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())), layout=_layout(machine_path))
     bar = progress_bar("backtest, {done:,} of {total:,} snapshots simulated")
     began = time.perf_counter()
     summary, _ = bt.backtest(run, every, start, stop, coverage, workers, dask_address, bar, at_submit)

@@ -12,7 +12,7 @@ before ``T``, an end when it happened by ``T`` (as ``swf2lml --at T`` draws the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from math import ceil
 
@@ -65,15 +65,18 @@ def until(records: Iterable[JobRecord], t: int) -> Iterator[JobRecord]:
         yield rec
 
 
-def from_swf(trace, cores_per_node: int = 1) -> list[JobRecord]:
+def from_swf(trace, cores_per_node: int = 1, per_queue: Callable[[str], int | None] | None = None) -> list[JobRecord]:
     """Records of an SWF trace, named as ``swf2lml`` names its jobs (``step`` = job number,
-    owner ``userN``, queue ``queueN`` or ``batch``), so snapshots and history match."""
+    owner ``userN``, queue ``queueN`` or ``batch``), so snapshots and history match; nodes
+    from ``cores_per_node``, or from ``per_queue`` (a queue's cores per node) where it knows."""
     out = []
     epoch = trace.epoch  # read from the header at each call
     for job in trace.jobs:
         start = epoch + job.start
-        out.append(JobRecord(str(job.number), trace.owner(job), trace.group_of(job), "", trace.queue_of(job), "",
-                             ceil(job.procs / cores_per_node), job.procs,
+        queue = trace.queue_of(job)
+        per_node = (per_queue(queue) if per_queue is not None else None) or cores_per_node
+        out.append(JobRecord(str(job.number), trace.owner(job), trace.group_of(job), "", queue, "",
+                             ceil(job.procs / per_node), job.procs,
                              job.requested if job.requested > 0 else None,
                              epoch + job.submit, start, start + job.run))
     return out

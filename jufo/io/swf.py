@@ -228,6 +228,51 @@ def trace_of_records(records, source: str) -> Trace:
     return trace
 
 
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """A real machine's nodes and partitions for a trace's snapshots (``backtest --machine``):
+    node objects as a snapshot of the machine gives them, and which nodes each queue may use,
+    so a site's ``sacct`` is replayed on its own partitions rather than one pool of nodes.
+    Layouts are equal when ``digest`` is (a backtest compares them at every snapshot)."""
+
+    nodes: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (id, data) of each node object
+    queues: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (id, data) of each queue object
+    cores: tuple[int, ...]  # each node's cores
+    members: tuple[tuple[str, tuple[int, ...]], ...]  # queue name -> positions of its nodes; none: all share
+    digest: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def room(self, queue: str) -> tuple[tuple[int, ...], int, int] | None:
+        """``(node positions, cores in all, cores per node)`` a job of ``queue`` may use (the
+        commonest node size, the larger on a tie), or None for a queue no node serves.  O(1)
+        after the first call per queue.
+
+        >>> lay = Layout((), (), (4, 4, 8), (("a", (0, 1)), ("b", (1, 2))), "x")
+        >>> lay.room("a"), lay.room("b"), lay.room("c")
+        (((0, 1), 8, 4), ((1, 2), 12, 8), None)
+        """
+        cache = self.__dict__.setdefault("_rooms", {})
+        if queue not in cache:
+            if not self.members:
+                positions: tuple[int, ...] | None = tuple(range(len(self.cores)))
+            else:
+                positions = dict(self.members).get(queue)
+            if not positions:
+                cache[queue] = None
+            else:
+                sizes: dict[int, int] = {}
+                for i in positions:
+                    sizes[self.cores[i]] = sizes.get(self.cores[i], 0) + 1
+                common = max(sizes, key=lambda c: (sizes[c], c))
+                cache[queue] = (positions, sum(self.cores[i] for i in positions), common)
+        return cache[queue]
+
+
 @dataclass
 class Conversion:
     """How to turn a trace into a snapshot (the options of ``jufo swf2lml``)."""
@@ -239,6 +284,7 @@ class Conversion:
     nodes: int | None = None  # None: MaxProcs / cores
     cores: int = 1
     settings: dict[str, str] = field(default_factory=dict)
+    layout: Layout | None = None  # a real machine's nodes and partitions instead of nodes × cores
 
 
 def snapshot(trace: Trace, conv: Conversion) -> tuple[bytes, dict[str, int]]:
@@ -259,7 +305,9 @@ def snapshot_time(trace: Trace, conv: Conversion) -> int:
 
 
 def _nodes(trace: Trace, conv: Conversion) -> int:
-    """The machine's nodes: ``--nodes``, or MaxProcs over the cores per node."""
+    """The machine's nodes: the layout's, ``--nodes``, or MaxProcs over the cores per node."""
+    if conv.layout is not None:
+        return len(conv.layout.cores)
     procs = trace.max_procs
     nodes = conv.nodes or (ceil(procs / conv.cores) if procs else None)
     if not nodes:
@@ -269,6 +317,19 @@ def _nodes(trace: Trace, conv: Conversion) -> int:
         raise InputError("trace", key, value, f"{nodes:,} nodes, more than the {MAX_NODES:,} jufo simulates; "
                                               "give --nodes and --cores")
     return nodes
+
+
+def _room(trace: Trace, conv: Conversion, nodes: int, job: TraceJob) -> tuple[tuple[int, ...] | None, int] | str:
+    """``(positions of the nodes job may use, None for every node; cores per node)``, or why
+    the job is left out: ``"too_big"`` for the machine (or its partition), ``"elsewhere"`` for
+    a partition the layout does not have."""
+    if conv.layout is None:
+        return "too_big" if job.procs > nodes * conv.cores else (None, conv.cores)
+    room = conv.layout.room(trace.queue_of(job))
+    if room is None:
+        return "elsewhere"
+    positions, total, per_node = room
+    return "too_big" if job.procs > total else (positions, per_node)
 
 
 class TraceIndex:
@@ -284,12 +345,12 @@ class TraceIndex:
 
     def __init__(self, trace: Trace, conv: Conversion) -> None:
         nodes = _nodes(trace, conv)
-        self.trace, self.exact, self.size = trace, conv.exact, (nodes, conv.cores)
+        self.trace, self.exact, self.size = trace, conv.exact, (nodes, conv.cores, conv.layout)
         self.occurrence: list[int] = []  # per job: how often its number came so far (ids of repeats)
         self.release: dict[int, int] = {}  # position -> when it leaves the snapshots: max(start + 1, end)
         self.days: dict[int, list[int]] = {}  # day -> positions whose [submit, release) meets it
         self.long: list[int] = []  # positions spanning more than LONG days
-        self.unknown = self.too_big = 0
+        self.unknown = self.too_big = self.elsewhere = 0
         seen: dict[int, int] = {}
         submits = []
         for pos, job in enumerate(trace.jobs):
@@ -298,8 +359,12 @@ class TraceIndex:
             if (job.run if conv.exact else job.requested) < 0:
                 self.unknown += 1
                 continue
-            if job.procs > nodes * conv.cores:
+            room = _room(trace, conv, nodes, job)
+            if room == "too_big":
                 self.too_big += 1
+                continue
+            if room == "elsewhere":
+                self.elsewhere += 1
                 continue
             start = job.start
             release = self.release[pos] = max(start + 1, start + job.run)
@@ -315,7 +380,7 @@ class TraceIndex:
     def fits(self, conv: Conversion) -> bool:
         """Was the index built for ``conv``'s walls and machine (and does it hold no future)?"""
         return (not conv.future and conv.exact == self.exact
-                and self.size == (_nodes(self.trace, conv), conv.cores))
+                and self.size == (_nodes(self.trace, conv), conv.cores, conv.layout))
 
     def active(self, at: int) -> list[int]:
         """Positions of the jobs waiting or running at ``at``, in trace order.  O(jobs that
@@ -330,7 +395,7 @@ class TraceIndex:
         """The counts a pass over the whole trace makes, but running and waiting (``held`` of
         them): jobs done by ``at``, unknown and too big.  O(log jobs)."""
         return {"done": bisect_right(self.submits, at) - held, "unknown": self.trace.unusable + self.unknown,
-                "too_big": self.too_big}
+                "too_big": self.too_big, **({"elsewhere": self.elsewhere} if self.size[2] is not None else {})}
 
 
 def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = None
@@ -345,12 +410,22 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
     at, zero = snapshot_time(trace, conv), trace.epoch
     epoch = zero + at
     counts = {"running": 0, "waiting": 0, "future": 0, "done": 0, "unknown": trace.unusable, "too_big": 0}
+    if conv.layout is not None:
+        counts["elsewhere"] = 0  # jobs of a partition the machine does not have
     objects: list[tuple[str, str, dict[str, str]]] = [("sys", "system", {"system_time": format_date(epoch, SYSTEM_FORMAT)})]
     if conv.settings:
         objects.append(("sched", "scheduler", dict(conv.settings)))
-    width = len(str(nodes))
-    objects += [(f"n{i:0{width}d}", "node", {"ncores": str(conv.cores)}) for i in range(1, nodes + 1)]
-    free = [conv.cores] * nodes  # for placing the jobs running at the snapshot time
+    layout = conv.layout
+    if layout is None:
+        width = len(str(nodes))
+        names = [f"n{i:0{width}d}" for i in range(1, nodes + 1)]
+        objects += [(name, "node", {"ncores": str(conv.cores)}) for name in names]
+        free = [conv.cores] * nodes  # for placing the jobs running at the snapshot time
+    else:
+        names = [oid for oid, _ in layout.nodes]
+        objects += [(oid, "node", dict(data)) for oid, data in layout.nodes]
+        objects += [(oid, "queue", dict(data)) for oid, data in layout.queues]
+        free = list(layout.cores)
     entries = []
     job_date = date_writer(JOB_FORMAT)  # each day's date formatted once, the time appended
     seen: dict[int, int] = {}  # a trace may repeat a job number: later ones get j<number>_<k>
@@ -365,8 +440,9 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
         if wall < 0:
             counts["unknown"] += 1
             continue
-        if job.procs > nodes * conv.cores:
-            counts["too_big"] += 1
+        room = _room(trace, conv, nodes, job)
+        if isinstance(room, str):
+            counts[room] += 1
             continue
         end = job.start + job.run
         if job.submit > at:
@@ -381,7 +457,7 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
             counts["done"] += 1
             continue
         counts[state] += 1
-        n = ceil(job.procs / conv.cores)
+        n = ceil(job.procs / room[1])
         data = {
             "step": str(job.number), "owner": trace.owner(job), "group": trace.group_of(job),
             "queue": trace.queue_of(job),
@@ -394,7 +470,7 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
             data["actualruntime"] = str(job.run)
         if state == "running":
             data["dispatchdate"] = job_date(zero + job.start)
-            data["nodelist"] = _place(free, job.procs, n, width)
+            data["nodelist"] = _place(free, job.procs, n, names, room[0])
         oid = f"j{job.number}" if occurrence == 1 else f"j{job.number}_{occurrence}"
         entries.append((oid, data, job, state, wall, n))
     if index is not None:
@@ -402,12 +478,16 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
     return objects, entries, counts
 
 
-def _place(free: list[int], procs: int, n: int, width: int) -> str:
-    """Node list for a job running at the snapshot time: the first nodes with room."""
+def _place(free: list[int], procs: int, n: int, names: list[str], among: tuple[int, ...] | None = None) -> str:
+    """Node list for a job running at the snapshot time: the first nodes with room (of
+    ``among``, its partition's, where given)."""
     per_node = ceil(procs / n)
-    chosen = [i for i, room in enumerate(free) if room >= per_node][:n]
+    if among is None:
+        chosen = [i for i, room in enumerate(free) if room >= per_node][:n]
+    else:
+        chosen = [i for i in among if free[i] >= per_node][:n]
     if len(chosen) < n:
         return ""  # the trace overcommits at this instant; jufo places it where it can
     for i in chosen:
         free[i] -= per_node
-    return "".join(f"(n{i + 1:0{width}d},{per_node})" for i in chosen)
+    return "".join(f"({names[i]},{per_node})" for i in chosen)

@@ -20,6 +20,7 @@ learning from the records known then gives.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import statistics
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -50,6 +51,7 @@ class Settings:
     nodes: int | None = None
     cores: int = 1
     overrides: tuple[tuple[str, str], ...] = ()
+    layout: swf.Layout | None = None  # a real machine's nodes and partitions (--machine)
     keep_days: int = KEEP_DAYS
     # how the snapshot times were chosen, so that every process knows them all and learns the
     # user caps once: ("every", start, stop, seconds) or ("submits", start, stop, 0)
@@ -100,34 +102,68 @@ class TraceSource:
         return self.scored_list
 
 
+MACHINE_NODE_KEYS = ("ncores", "gpus", "physmem", "availmem", "switch")  # what a node keeps (not its state then)
+
+
+def machine_layout(path: str) -> swf.Layout:
+    """The nodes and partitions of a machine's raw LML snapshot (``jufo slurm snapshot``, or
+    LLview's) for a backtest of its accounting: each node's cores, partitions (``classes``),
+    GPUs, memory and switch, but not its state at that moment; each queue with its limits.
+    InputError for a file without nodes, or with a bad value (as ``predict`` reads them)."""
+    from ..engine.node import read_nodes
+
+    doc = lml.read(path)
+    found = doc.of_type("node")
+    if not found:
+        raise InputError(path, None, None, "no node objects: --machine takes a raw LML snapshot of the machine "
+                                           "(jufo slurm snapshot -o FILE writes one)")
+    machine = read_nodes(found, Report(quiet=True))
+    nodes, members = [], {}
+    for node, obj in zip(machine.nodes, found):
+        data = {k: obj.data[k] for k in MACHINE_NODE_KEYS if obj.data.get(k, "").strip()}
+        if node.classes is not None:
+            data["classes"] = "".join(f"[{q}:{c}]" for q, c in node.classes.items())
+            for queue in node.classes:
+                members.setdefault(queue, []).append(node.index)
+        nodes.append((node.name, tuple(data.items())))
+    queues = tuple((obj.id, tuple(obj.data.items())) for obj in doc.of_type("queue"))
+    digest = hashlib.sha256(repr((nodes, queues)).encode()).hexdigest()
+    return swf.Layout(tuple(nodes), queues, tuple(n.ncores for n in machine.nodes),
+                      tuple((q, tuple(p)) for q, p in sorted(members.items())), digest)
+
+
 def by_submit(records: list[JobRecord]) -> list[JobRecord]:
     """``records`` in the order ``TraceSource`` reads them: by submit time, then id."""
     return sorted(records, key=lambda r: (r.submit, r.id))
 
 
-_TRACES: dict[str, tuple] = {}
+_TRACES: dict[tuple, tuple] = {}  # per trace, cores per node and layout
 _INDEXES: dict[tuple, swf.TraceIndex] = {}  # per trace and machine: which jobs each snapshot holds
 _KNOWLEDGE: dict[tuple, TraceKnowledge] = {}  # per trace, history and machine: the learners' indexes
 
 
 def _load(settings: Settings):
     """The trace and its records (sorted for ``TraceSource``), read once per process."""
-    if settings.trace not in _TRACES:
+    key = (settings.trace, settings.cores, settings.layout)
+    if key not in _TRACES:
         if accounting.is_sacct(settings.trace):  # a site's own accounting, sacct --parsable2
             read, _ = accounting.read_sacct(accounting.text_lines(settings.trace), settings.trace)
             trace = swf.trace_of_records(read, settings.trace)
         else:
             trace = swf.read(settings.trace)
-        records = by_submit(accounting.from_swf(trace, settings.cores))
-        _TRACES[settings.trace] = (trace, records, [r.submit for r in records], {str(j.number): j for j in trace.jobs})
-    return _TRACES[settings.trace]
+        layout = settings.layout
+        per_queue = None if layout is None else (lambda q: (room := layout.room(q)) and room[2])
+        records = by_submit(accounting.from_swf(trace, settings.cores, per_queue))
+        _TRACES[key] = (trace, records, [r.submit for r in records], {str(j.number): j for j in trace.jobs})
+    return _TRACES[key]
 
 
 def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     """Phase 1 for one snapshot ``at`` seconds after the trace's start: both simulations."""
     trace, records, submits, by_number = _load(settings)
-    conv = swf.Conversion(at=at, nodes=settings.nodes, cores=settings.cores, settings=dict(settings.overrides))
-    key = (settings.trace, settings.nodes, settings.cores)
+    conv = swf.Conversion(at=at, nodes=settings.nodes, cores=settings.cores, settings=dict(settings.overrides),
+                          layout=settings.layout)
+    key = (settings.trace, settings.nodes, settings.cores, settings.layout)
     if key not in _INDEXES:
         _INDEXES[key] = swf.TraceIndex(trace, conv)
     objects, jobs, _ = trace_snapshot(trace, conv, _INDEXES[key])
