@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -340,7 +340,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
                 break
             sample = (ratio, True) if r.actual < now else (wait_ratio(r.made, r.learned, now), False)
             samples.append((b, sample, r.job or str(r.made)))
-        calibration = Calibration.of_samples(samples, coverage)
+        calibration = Calibration.of_samples(samples, coverage, _settled(out, now, now - keep_days * 86400))
         for r in raws:
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))
@@ -354,6 +354,20 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
             if r.learned is not None:
                 past.append((r, bucket(max(0, r.learned - r.made)), wait_ratio(r.made, r.learned, r.actual)))
     return out
+
+
+def _settled(done: list[Forecast], now: int, since: int) -> Iterator[tuple[str, bool]]:
+    """``(job, held)`` of the ranges given before ``now`` (and after ``since``) that are settled
+    at ``now``, newest first, as ``calibration.settled`` reads them from a history."""
+    for f in reversed(done):
+        if f.raw.made < since:
+            return
+        if f.lo is None or f.hi is None:
+            continue
+        if f.raw.actual < now:
+            yield f.raw.job or str(f.raw.made), f.lo <= f.raw.actual <= f.hi
+        elif now > f.hi:
+            yield f.raw.job or str(f.raw.made), False
 
 
 def error_stats(rows: list[tuple[int, int, int]]) -> dict[str, float]:

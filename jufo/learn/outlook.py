@@ -173,8 +173,12 @@ def model_text(look: Outlook, job: Job, runtime: tuple[int, str] | None, found) 
             habits.append("user caps")
         parts.append("start=simulated" + (f" with learned {' and '.join(habits)}" if habits else ""))
         if found:
-            parts.append(f"range={found[3]}, {look.coverage:.0%} calibrated on "
-                         f"{look.knowledge.calibration.total} forecasts")
+            calibration = look.knowledge.calibration
+            raised = ""
+            if calibration.level > calibration.coverage:
+                raised = (f", cut to hold {calibration.level:.0%} of them as the latest ranges held "
+                          f"{calibration.held_lately:.0%}")
+            parts.append(f"range={found[3]}, {look.coverage:.0%} calibrated on {calibration.total} forecasts{raised}")
         else:
             parts.append("range=none: too few earlier forecasts to calibrate")
     return ";".join(parts)
@@ -284,6 +288,7 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
                          "median_ratio": band.median if band else None,
                          "range_ratio": [band.low, band.high] if band else None})
     out["lateness_by_horizon"] = horizons
+    out["range_level"] = {"coverage": coverage, "level": calibration.level, "held_lately": calibration.held_lately}
     fared: dict[str, dict[str, list[bool]]] = {"all": {}, "by_horizon": {}, "by_user_queue": {}}
     for user, queue, made, predicted, lo, hi, start in history.range_outcomes():
         inside = lo <= start <= hi
@@ -348,6 +353,12 @@ def taught_text(info: dict) -> str:
         rng = f"{h['range_ratio'][0]:.2f}-{h['range_ratio'][1]:.2f}" if h["range_ratio"] else "-"
         thin = " (borrows from its neighbours)" if h["forecasts"] < MIN_SCORED else ""
         lines.append(f"  {h['horizon']:30} {h['forecasts']:>9,} {h['started']:>8,} {ratio:>13} {rng:>16}{thin}")
+    level = info["range_level"]
+    if level["held_lately"] is not None:
+        raised = (f"so the range ratios are cut to hold {level['level']:.0%}" if level["level"] > level["coverage"]
+                  else "no need to widen them")
+        lines.append(f"  the latest {level['coverage']:.0%} ranges held {level['held_lately']:.0%} of real starts: "
+                     f"{raised}")
     lines.append("\nRanges so far: share of started jobs whose real start fell inside")
     so_far = info["range_coverage_so_far"]
     if not so_far["all"]:

@@ -1,0 +1,67 @@
+"""Calibrated ranges: the ratio intervals, and the level raised when the latest ranges held
+less than they promised (adaptive conformal inference, widen-only)."""
+
+from __future__ import annotations
+
+import random
+
+from jufo.learn.backtest import Forecast, Raw, _settled
+from jufo.learn.calibration import Calibration, Scored, settled
+
+DAY = 86400
+
+
+def _past(held_share: float, jobs: int = 200, seed: int = 1) -> list[Scored]:
+    """``jobs`` past "starts within the hour" forecasts, newest first, each with the range it
+    was given: ``held_share`` of them held their real start."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(jobs):
+        made = k * 3600
+        predicted = made + 1800
+        start = made + rng.randrange(0, 7200)
+        inside = k % 100 < held_share * 100
+        lo, hi = (start - 60, start + 60) if inside else (start + 60, start + 120)
+        out.append(Scored(made, predicted, start, start, lo, hi, f"j{k}"))
+    return out[::-1]
+
+
+def test_ranges_widen_when_the_latest_held_less_than_promised():
+    short = Calibration(_past(0.6), 0.8)
+    assert short.held_lately == 0.6 and short.level == 0.99
+    plain = Calibration([Scored(s.made, s.predicted, s.start, s.seen, job=s.job) for s in _past(0.6)], 0.8)
+    assert plain.level == 0.8 and plain.held_lately is None  # no range given before: nothing to adapt to
+    now = 300 * 3600
+    _, lo, hi, _ = short.range(now, now + 1800)
+    _, plain_lo, plain_hi, _ = plain.range(now, now + 1800)
+    assert lo <= plain_lo and hi >= plain_hi and hi - lo > plain_hi - plain_lo
+
+
+def test_ranges_are_never_narrowed_for_holding_more():
+    """Ranges settle when their job starts, so the latest settled ones are mostly of jobs that
+    started soon, which hold more often: lowering the level on them would break the promise."""
+    full = Calibration(_past(1.0), 0.8)
+    assert full.held_lately == 1.0 and full.level == 0.8
+    plain = Calibration([Scored(s.made, s.predicted, s.start, s.seen, job=s.job) for s in _past(1.0)], 0.8)
+    now = 300 * 3600
+    assert full.range(now, now + 1800) == plain.range(now, now + 1800)
+
+
+def test_a_job_still_waiting_past_its_range_counts_as_a_miss_and_one_inside_it_not_yet():
+    waiting = [Scored(0, 100, None, 5000, 50, 4000, "late"), Scored(0, 100, None, 3000, 50, 4000, "open")]
+    assert list(settled(waiting)) == [("late", False)]
+
+
+def test_a_backtest_settles_ranges_as_a_history_does():
+    """The backtest's phase 2 and a history read the same settled ranges from the same forecasts."""
+    rng = random.Random(7)
+    done, scored, now = [], [], 50 * DAY
+    for k in range(300):
+        made = k * 3 * 3600
+        actual = made + rng.randrange(0, 2 * DAY)
+        lo, hi = (None, None) if k % 7 == 0 else (made + rng.randrange(0, DAY), made + rng.randrange(DAY, 3 * DAY))
+        done.append(Forecast(Raw(made, f"j{k}", made + 600, made + 900, actual, made - 60), made + 600, lo, hi))
+        known = actual if actual < now else None
+        scored.append(Scored(made, made + 600, known, now if known is None else made, lo, hi, f"j{k}"))
+    assert list(_settled(done, now, 0)) == list(settled(reversed(scored)))
+    assert sum(1 for _ in _settled(done, now, 0)) > 200
