@@ -819,6 +819,17 @@ def _machine_option(f):
                              "partition.")(f)
 
 
+def _warn_missing_partitions(run) -> None:
+    """Say which partitions of the accounting ``--machine`` lacks (exit 2 when it lacks all)."""
+    from .learn import backtest as bt
+
+    missing = bt.missing_partitions(run)
+    if missing:
+        listed = ", ".join(f"{q} ({n:,} jobs)" for q, n in missing.items())
+        click.echo(f"jufo: warning: the --machine snapshot has no partition {listed}: those jobs are left out",
+                   err=True)
+
+
 def _layout(machine_path: str | None):
     """The ``--machine`` layout (None without one); giving ``--nodes`` or ``--cores`` as well is
     a usage error, since the snapshot says both."""
@@ -925,6 +936,7 @@ def _retro(source: str, kind: str, records: list, limit: int | None, days: int, 
     if newest is None:
         return []
     run = bt.Settings(source, nodes, cores, tuple(sorted(preset_settings(preset).items())), layout=layout)
+    _warn_missing_partitions(run)
     epoch = bt._load(run)[0].epoch
     stop = (limit if limit is not None else newest) - epoch
     return bt.retro_forecasts(run, max(0, stop - days * 86400), stop, min(workers, os.cpu_count() or 1))
@@ -1024,6 +1036,7 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
     workers = min(workers, os.cpu_count() or 1)  # more processes than cores only cost memory
     run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())), layout=_layout(machine_path))
+    _warn_missing_partitions(run)
     bar = progress_bar("backtest, {done:,} of {total:,} snapshots simulated")
     began = time.perf_counter()
     summary, _ = bt.backtest(run, every, start, stop, coverage, workers, dask_address, bar, at_submit)

@@ -65,3 +65,25 @@ def test_a_backtest_settles_ranges_as_a_history_does():
         scored.append(Scored(made, made + 600, known, now if known is None else made, lo, hi, f"j{k}"))
     assert list(_settled(done, now, 0)) == list(settled(reversed(scored)))
     assert sum(1 for _ in _settled(done, now, 0)) > 200
+
+
+def test_a_raised_level_widens_the_range_around_the_plain_one():
+    """The shortest interval holding more may lie elsewhere than the shortest holding less; a
+    widened range must hold every start the plain one held, so it grows around it."""
+    rng = random.Random(3)
+    for case in range(200):
+        past = []
+        for k in range(rng.randrange(30, 120)):
+            made = k * 600
+            predicted = made + rng.choice((0, 300, 2400, 7200))
+            start = made + int(rng.lognormvariate(7, 1.5)) if rng.random() < 0.9 else None
+            past.append(Scored(made, predicted, start, made + 9000, job=f"j{k}"))
+        plain = Calibration(past, 0.8)
+        for level in (0.85, 0.9, 0.99):
+            raised = Calibration(past, 0.8)
+            raised.level = level
+            for b in plain.groups:
+                p, r = plain.band(b), raised.band(b)
+                assert (p is None) == (r is None), case
+                if p is not None:
+                    assert r.low <= p.low and r.high >= p.high, (case, level, b)

@@ -71,11 +71,12 @@ def test_backtest_of_the_labs_own_sacct(lab):
     overall = result["overall"]
     assert result["forecasts"] > 700
     # measured: history 49 s, walltime 142 s, starts now 137 s median absolute error, 80 % range
-    # held 70.4 % (with compression instead of Slurm's replanning, replan=no: 45 s and 76.6 %;
+    # held 74.2 %, 70.4 % before ranges that held less were widened (with compression instead of
+    # Slurm's replanning, replan=no: 43 s and 75.5 %;
     # replanning is kept for what the captures and the replay show, see docs/slurm.md)
     assert overall["history"]["median_abs_error"] < 0.5 * overall["walltime"]["median_abs_error"]
     assert overall["history"]["median_abs_error"] < overall["starts now"]["median_abs_error"]
-    assert overall["history"]["coverage"] >= 0.7
+    assert overall["history"]["coverage"] >= 0.72
 
 
 def test_snapshots_and_sacct_imports_take_turns_without_rewriting_accounting(tmp_path_factory, tmp_path):
@@ -236,3 +237,29 @@ def test_retro_forecasts_of_a_partitioned_machine(mixed, tmp_path):
     done = CliRunner().invoke(main, ["history", "import", str(mixed / "sacct.txt"), "--history", str(db), "--retro",
                                      "1", "--machine", str(mixed / "machine.xml"), "--nodes", "16"])
     assert done.exit_code == 2 and "drop --nodes" in done.output
+
+
+def test_partitions_the_machine_lacks_are_named(mixed, tmp_path):
+    """Jobs of a partition the --machine snapshot does not have are left out with a warning
+    naming it; when that is every job, exit 2 naming the partitions on both sides."""
+    lines = (mixed / "sacct.txt").read_text().splitlines()
+    column = lines[0].split("|").index("Partition")
+
+    def renamed(every: int) -> str:
+        out = [lines[0]]
+        for k, line in enumerate(lines[1:]):
+            fields = line.split("|")
+            if k % every == 0 and fields[column] == "shared":
+                fields[column] = "gpu"
+            out.append("|".join(fields))
+        return "\n".join(out) + "\n"
+
+    some, alls = tmp_path / "some.txt", tmp_path / "all.txt"
+    some.write_text(renamed(3))
+    alls.write_text(renamed(1).replace("|batch|", "|gpu|"))
+    done = CliRunner().invoke(main, ["backtest", str(some), "--machine", str(mixed / "machine.xml"), "--every", "300"])
+    assert done.exit_code == 0, done.output
+    assert "the --machine snapshot has no partition gpu (" in done.stderr
+    done = CliRunner().invoke(main, ["backtest", str(alls), "--machine", str(mixed / "machine.xml")])
+    assert done.exit_code == 2
+    assert "Partition='gpu'" in done.output and "its partitions: batch, shared" in done.output

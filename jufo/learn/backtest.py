@@ -132,6 +132,25 @@ def machine_layout(path: str) -> swf.Layout:
                       tuple((q, tuple(p)) for q, p in sorted(members.items())), digest)
 
 
+def missing_partitions(settings: Settings) -> dict[str, int]:
+    """Jobs per partition of the accounting that the ``--machine`` layout does not have (they
+    are left out of the snapshots); InputError when that is every job."""
+    layout = settings.layout
+    if layout is None:
+        return {}
+    trace = _load(settings)[0]
+    missing: dict[str, int] = {}
+    for job in trace.jobs:
+        queue = trace.queue_of(job)
+        if layout.room(queue) is None:
+            missing[queue] = missing.get(queue, 0) + 1
+    if trace.jobs and sum(missing.values()) == len(trace.jobs):
+        have = ", ".join(q for q, _ in layout.members) or "none"
+        raise InputError(settings.trace, "Partition", ", ".join(sorted(missing)),
+                         f"no job ran in a partition of the --machine snapshot (its partitions: {have})")
+    return dict(sorted(missing.items()))
+
+
 def by_submit(records: list[JobRecord]) -> list[JobRecord]:
     """``records`` in the order ``TraceSource`` reads them: by submit time, then id."""
     return sorted(records, key=lambda r: (r.submit, r.id))

@@ -264,14 +264,17 @@ class Calibration:
         levels = [k / _GRID for k in range(_GRID + 1)]
         q = km_quantiles(samples, levels[1:])
         q.insert(0, min(v for v, _ in samples))
-        span = math.ceil(round(conformal_level(self.level, len(jobs)) * _GRID, 6))
-        best = None
-        for k in range(_GRID - span + 1):
-            low, high = q[k], q[k + span]
-            if best is None or high - low < best[1] - best[0]:
-                best = (low, high)
-        if best is None or math.isinf(best[1]):
+        span = math.ceil(round(conformal_level(self.coverage, len(jobs)) * _GRID, 6))
+        first = min(range(_GRID - span + 1), key=lambda k: (q[k + span] - q[k], k))  # the shortest interval
+        # a raised level widens that interval, never moves it: the wider range holds every start
+        # the plain one held (the shortest interval at the higher level may lie elsewhere)
+        if math.isinf(q[first + span]):
             return None
+        # as far as the data can say: not past the last level the (censored) ratios reach
+        last = max(i for i in range(_GRID + 1) if not math.isinf(q[i]))
+        wide = min(math.ceil(round(conformal_level(self.level, len(jobs)) * _GRID, 6)), max(span, last))
+        k = min(range(max(0, first + span - wide), min(first, last - wide) + 1), key=lambda k: (q[k + wide] - q[k], k))
+        best = (q[k], q[k + wide])
         median = q[_GRID // 2]
         label = bucket_label(b) if reach == 0 else f"{bucket_label(b)} (with neighbouring horizons)"
         return Band(best[0], best[1], median, len(samples), sum(1 for _, seen in samples if seen), label)
