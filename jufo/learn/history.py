@@ -37,7 +37,7 @@ from ..io.values import LATEST_EPOCH, MAX_COUNT
 APPLICATION_ID = 0x6A75666F  # "jufo"
 SCHEMA_VERSION = 1
 KEEP_DAYS = 90
-RECORD_EVERY = 3600  # a job's forecast is kept at most once per hour (plus its first)
+RECORD_EVERY = 3600  # a job's forecast is kept at most once per hour (plus its first), unless told otherwise
 START_GAP = 3600  # a job that left the queue unseen within this long started halfway (estimate)
 SCORED_LIMIT = 50_000  # calibration reads at most the newest this many forecasts
 _SQLITE_MAGIC = b"SQLite format 3\x00"
