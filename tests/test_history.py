@@ -485,3 +485,32 @@ def test_a_waiting_jobs_forecast_is_kept_every_quarter_of_the_typical_wait(tmp_p
         assert done.exit_code == 0, done.stderr
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT count(*) FROM forecasts WHERE job = 'a'").fetchone()[0] == kept
+
+
+def test_ranges_that_held_less_are_widened_and_the_output_says_so(tmp_path):
+    """The history's earlier ranges held half of their jobs' starts: the new range is cut to
+    hold more, jufo_model says why, and history show says how the latest ranges held."""
+    path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
+    rng = random.Random(7)
+    with History.open(str(path)) as h:
+        records, rows = [], []
+        for i in range(200):
+            made = EPOCH - 20 * DAY + i * 3600
+            wait = rng.randint(600, 7200)
+            start = made + int(wait * rng.uniform(1, 3))
+            lo, hi = (start - 60, start + 60) if i % 2 else (start + 60, start + 600)
+            records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60, start=start,
+                                     end=start + 60))
+            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, lo, hi, 0.8, None, "wall")))
+        h.import_records(records, "sacct")
+        for made, row in rows:
+            h.record_forecasts(made, [row])
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    result = cli("predict", str(src), "-o", str(out), "--history", str(path))
+    assert result.exit_code == 0, result.stderr
+    model = predictions(out.read_bytes())["a"]["jufo_model"]
+    assert "cut to hold 99% of them as the latest ranges held 50%" in model
+    shown = cli("history", "show", "--history", str(path))
+    assert "the latest 80% ranges held 50% of real starts: so the range ratios are cut to hold 99%" in shown.stdout
+    level = json.loads(cli("history", "show", "--history", str(path), "--json").stdout)["range_level"]
+    assert level == {"coverage": 0.8, "level": 0.99, "held_lately": 0.5}
