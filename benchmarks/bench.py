@@ -278,6 +278,68 @@ TRACE_COMMANDS = {
 }
 
 
+def synthetic_sacct(folder: str, shape: Shape, jobs: int = 20_000, gap: float = 118.0) -> tuple[str, str]:
+    """A site's accounting and a snapshot of its machine, for ``backtest --machine``: the
+    ``shape`` machine's nodes in a big partition and a devel one of 10 nodes, and ``jobs``
+    jobs (a mean ``gap`` seconds apart, about 28 days, the machine near full) started first
+    come, first served per partition. Returns the two paths."""
+    import datetime
+    import heapq
+
+    rng = random.Random(shape.seed + 2)
+    names = [f"j{i:05d}" for i in range(1, shape.nodes + 1)]
+    devel = set(names[-10:])
+    objects = [(n, "node", {"ncores": str(shape.cores), "classes": f"[{'devel' if n in devel else 'batch'}:{shape.cores}]"})
+               for n in names]
+    machine = os.path.join(folder, "machine.xml")
+    with open(machine, "wb") as fh:
+        from jufo.io import lml
+        fh.write(lml.build(objects))
+    free = {"batch": (shape.nodes - 10) * shape.cores, "devel": 10 * shape.cores}
+    t, wanted = EPOCH, []
+    for k in range(jobs):
+        t += int(rng.expovariate(1 / gap))
+        part = "devel" if rng.random() < 0.05 else "batch"
+        nodes = min(rng.choice([1, 1, 2, 4, 8, 16, 32, 64, 128]), 10 if part == "devel" else shape.nodes // 2)
+        wall = rng.choice([1800, 3600, 7200, 14400, 43200, 86400]) if part == "batch" else 1800
+        wanted.append((t, k, part, nodes, wall, max(60, int(wall * rng.random()))))
+    events = [(submit, 1, k) for submit, k, *_ in wanted]
+    heapq.heapify(events)
+    queues: dict[str, list[int]] = {"batch": [], "devel": []}
+    start: dict[int, int] = {}
+    while events:
+        now, kind, k = heapq.heappop(events)
+        _, _, part, nodes, _, run = wanted[k]
+        if kind == 0:
+            free[part] += nodes * shape.cores
+        else:
+            queues[part].append(k)
+        for p, queue in queues.items():
+            while queue and free[p] >= wanted[queue[0]][3] * shape.cores:
+                j = queue.pop(0)
+                free[p] -= wanted[j][3] * shape.cores
+                start[j] = now
+                heapq.heappush(events, (now + wanted[j][5], 0, j))
+    date = lambda x: datetime.datetime.fromtimestamp(x, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    lines = ["JobID|User|Group|Account|Partition|QOS|NNodes|NCPUS|Timelimit|Submit|Start|End|State"]
+    for submit, k, part, nodes, wall, run in wanted:
+        lines.append(f"{k + 1}|u{k % 150}|g|a|{part}|normal|{nodes}|{nodes * shape.cores}|{wall // 60}|{date(submit)}|"
+                     f"{date(start[k])}|{date(start[k] + run)}|COMPLETED")
+    sacct = os.path.join(folder, "sacct.txt")
+    with open(sacct, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return sacct, machine
+
+
+def bench_sacct_backtest(repeat: int) -> dict:
+    """``backtest --machine`` of a JUROPA-size site's accounting (``synthetic_sacct``), a
+    snapshot an hour, 2 processes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sacct, machine = synthetic_sacct(tmp, CASES["juropa"])
+        return bench_trace_command("juropa-sacct-backtest", ["backtest", sacct, "--machine", machine, "--every", "3600",
+                                                             "-P", "2", "--json"], repeat)
+
+
 def bench_compression(repeat: int) -> dict:
     """``kth-conservative-real`` against ``kth-conservative-exact``, interleaved (a slow minute
     of the machine hits both): what compression at every early end costs. The ratio is the
@@ -361,6 +423,8 @@ def bench(name: str, shape: Shape | None, repeat: int) -> dict:
         return bench_compression(repeat)
     if name.endswith("-history"):
         return bench_history(repeat, name.removesuffix("-history"))
+    if name == "juropa-sacct-backtest":
+        return bench_sacct_backtest(repeat)
     if name in TRACE_COMMANDS:
         return bench_trace_command(name, TRACE_COMMANDS[name], repeat)
     with tempfile.TemporaryDirectory() as tmp:
@@ -396,7 +460,7 @@ def growth_exponent(rows: list[dict]) -> float:
 
 ALL_CASES = [*CASES, "juropa-whatif", "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
              "juropa-slurm-replan-history",
-             "large-history",
+             "large-history", "juropa-sacct-backtest",
              *TRACE_COMMANDS]
 
 
@@ -435,6 +499,9 @@ def main(argv: list[str] | None = None) -> None:
         elif name in TRACE_COMMANDS:
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  peak {row['peak_mib']:6d} MiB  "
                   "(the whole trace)")
+        elif name == "juropa-sacct-backtest":
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  peak {row['peak_mib']:6d} MiB  "
+                  "(20,000 jobs, 28 days, a snapshot an hour)")
         elif name == "kth-floor":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  minimal EASY simulator {row['floor_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.1f}  (kth-easy-real)")

@@ -263,3 +263,21 @@ def test_partitions_the_machine_lacks_are_named(mixed, tmp_path):
     done = CliRunner().invoke(main, ["backtest", str(alls), "--machine", str(mixed / "machine.xml")])
     assert done.exit_code == 2
     assert "Partition='gpu'" in done.output and "its partitions: batch, shared" in done.output
+
+
+def test_the_benchmarks_site_accounting_backtests_on_its_partitions(tmp_path):
+    """``benchmarks.bench juropa-sacct-backtest``'s accounting, small: a big and a devel
+    partition, every job forecast in its own (no partition missing, none too big)."""
+    from dataclasses import replace
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench import CASES, synthetic_sacct
+
+    sacct, machine = synthetic_sacct(str(tmp_path), replace(CASES["juropa"], nodes=64), jobs=800, gap=3600)
+    done = CliRunner().invoke(main, ["backtest", sacct, "--machine", machine, "--every", "3600", "--json"])
+    assert done.exit_code == 0, done.output
+    assert "warning" not in done.stderr
+    result = json.loads(done.stdout)
+    assert result["forecasts"] > 300
+    overall = result["overall"]
+    assert overall["history"]["median_abs_error"] < overall["walltime"]["median_abs_error"]

@@ -14,8 +14,9 @@ import contextlib
 import gzip
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from math import ceil
 
 from . import lml
@@ -427,6 +428,7 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
         objects += [(oid, "queue", dict(data)) for oid, data in layout.queues]
         free = list(layout.cores)
     entries = []
+    full: dict[int, int] = {}  # for _place: leading nodes without room, per node sequence
     job_date = date_writer(JOB_FORMAT)  # each day's date formatted once, the time appended
     seen: dict[int, int] = {}  # a trace may repeat a job number: later ones get j<number>_<k>
     jobs = trace.jobs
@@ -470,7 +472,7 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
             data["actualruntime"] = str(job.run)
         if state == "running":
             data["dispatchdate"] = job_date(zero + job.start)
-            data["nodelist"] = _place(free, job.procs, n, names, room[0])
+            data["nodelist"] = _place(free, job.procs, n, names, room[0], full)
         oid = f"j{job.number}" if occurrence == 1 else f"j{job.number}_{occurrence}"
         entries.append((oid, data, job, state, wall, n))
     if index is not None:
@@ -478,14 +480,21 @@ def snapshot_entries(trace: Trace, conv: Conversion, index: TraceIndex | None = 
     return objects, entries, counts
 
 
-def _place(free: list[int], procs: int, n: int, names: list[str], among: tuple[int, ...] | None = None) -> str:
+def _place(free: list[int], procs: int, n: int, names: list[str], among: tuple[int, ...] | None = None,
+           full: dict[int, int] | None = None) -> str:
     """Node list for a job running at the snapshot time: the first nodes with room (of
-    ``among``, its partition's, where given)."""
+    ``among``, its partition's, where given). ``full`` remembers, per node sequence, how many
+    leading nodes have no core left (room only shrinks while a snapshot is placed), so a
+    filling machine is not searched from its first node for every job."""
     per_node = ceil(procs / n)
-    if among is None:
-        chosen = [i for i, room in enumerate(free) if room >= per_node][:n]
-    else:
-        chosen = [i for i in among if free[i] >= per_node][:n]
+    order: Sequence[int] = range(len(free)) if among is None else among
+    key = -1 if among is None else id(among)
+    skip = 0 if full is None else full.get(key, 0)
+    while skip < len(order) and free[order[skip]] == 0:
+        skip += 1
+    if full is not None:
+        full[key] = skip
+    chosen = list(islice((i for i in islice(order, skip, None) if free[i] >= per_node), n))
     if len(chosen) < n:
         return ""  # the trace overcommits at this instant; jufo places it where it can
     for i in chosen:
