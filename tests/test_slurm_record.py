@@ -222,6 +222,10 @@ def test_a_machine_file_without_nodes_is_refused(mixed, tmp_path):
     assert done.exit_code == 2 and "no node objects" in done.output and "Traceback" not in done.output
     done = CliRunner().invoke(main, ["backtest", str(mixed / "sacct.txt"), "--machine", str(tmp_path / "missing.xml")])
     assert done.exit_code == 2 and "Traceback" not in done.output
+    bad = tmp_path / "bad.xml"
+    bad.write_text((mixed / "machine.xml").read_text().replace('key="ncores" value="4"', 'key="ncores" value="x"', 1))
+    done = CliRunner().invoke(main, ["backtest", str(mixed / "sacct.txt"), "--machine", str(bad)])
+    assert done.exit_code == 2 and f"--machine {bad}: node " in done.output and "ncores='x'" in done.output
 
 
 def test_retro_forecasts_of_a_partitioned_machine(mixed, tmp_path):

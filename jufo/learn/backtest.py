@@ -117,7 +117,10 @@ def machine_layout(path: str) -> swf.Layout:
     if not found:
         raise InputError(path, None, None, "no node objects: --machine takes a raw LML snapshot of the machine "
                                            "(jufo slurm snapshot -o FILE writes one)")
-    machine = read_nodes(found, Report(quiet=True))
+    try:
+        machine = read_nodes(found, Report(quiet=True))
+    except InputError as err:  # say which file: the accounting is named elsewhere
+        raise InputError(f"--machine {path}", None, None, str(err)) from None
     nodes, members = [], {}
     for node, obj in zip(machine.nodes, found):
         data = {k: obj.data[k] for k in MACHINE_NODE_KEYS if obj.data.get(k, "").strip()}
