@@ -431,7 +431,7 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
                     bar.done()
                 data = {**outlook.results(look), **provenance(doc, look.config)}
                 staged = out.stage(output, _serialized(doc, data, first))
-                history.record_forecasts(snap.epoch, outlook.forecast_rows(look), look.knowledge.keep_every)
+                history.record_forecasts(snap.epoch, outlook.forecast_rows(look))
                 history.trim(snap.epoch, keep_days)
         out.publish(staged)
         staged = None

@@ -131,24 +131,24 @@ def conformal_level(coverage: float, independent: int) -> float:
 
 KEEP_LONGEST = 3600  # a waiting job's forecast is kept for scoring at least once an hour
 KEEP_SHORTEST = 60  # and at most once a minute
-KEEP_SHARE = 4  # else every quarter of the typical wait
+KEEP_SHARE = 4  # else every quarter of how long the job has waited
 
 
-def keep_every(typical_wait: float | None) -> int:
+def keep_every(waited: float | None) -> int:
     """Seconds between the forecasts of a waiting job that the history keeps for scoring: a
-    quarter of the typical real wait, between a minute and an hour. Ranges learn from how kept
-    forecasts fared; kept once an hour on a machine whose jobs wait minutes, only each job's
-    first forecast (at its submit) is ever scored, and ranges given later in its wait are cut
-    from it (the mixed Slurm lab, whose time runs 75 times faster: 73.4 % held for an 80 %
-    promise; 77.9 % with one kept every quarter of its typical wait). Where waits are hours, as
-    on most machines, it stays an hour.
+    quarter of how long the job has waited so far, between a minute and an hour (an hour where
+    its submit is unknown). Ranges learn from how kept forecasts fared; kept once an hour, a
+    job that waits minutes has only its first forecast (at its submit) ever scored, and ranges
+    given later in such waits are cut from how first forecasts fared (the mixed Slurm lab,
+    whose time runs 75 times faster: 73.4 % held for an 80 % promise). Spaced by the job's own
+    wait, a job waiting a day has about 20 forecasts more kept than hourly, not one a minute.
 
     >>> keep_every(None), keep_every(20_000), keep_every(390), keep_every(100)
     (3600, 3600, 97, 60)
     """
-    if typical_wait is None:
+    if waited is None:
         return KEEP_LONGEST
-    return int(min(KEEP_LONGEST, max(KEEP_SHORTEST, typical_wait / KEEP_SHARE)))
+    return int(min(KEEP_LONGEST, max(KEEP_SHORTEST, waited / KEEP_SHARE)))
 
 
 RECENT_JOBS = 100  # the latest jobs with a settled range that the level looks back on

@@ -30,14 +30,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..io.accounting import JobRecord
-from .calibration import Scored
+from .calibration import Scored, keep_every
 from ..io.errors import InputError
 from ..io.values import LATEST_EPOCH, MAX_COUNT
 
 APPLICATION_ID = 0x6A75666F  # "jufo"
 SCHEMA_VERSION = 1
 KEEP_DAYS = 90
-RECORD_EVERY = 3600  # a job's forecast is kept at most once per hour (plus its first), unless told otherwise
 START_GAP = 3600  # a job that left the queue unseen within this long started halfway (estimate)
 SCORED_LIMIT = 50_000  # calibration reads at most the newest this many forecasts
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -290,16 +289,19 @@ class History:
                     max((x for x in (seen, old_seen) if x is not None), default=None),
                     source if accounting else old_source, rec.id))
 
-    def record_forecasts(self, made: int, rows: list[tuple], every: int = RECORD_EVERY) -> int:
+    def record_forecasts(self, made: int, rows: list[tuple], every: int | None = None) -> int:
         """Keep forecasts made at ``made``: ``(job, predicted, wall, best, lo, hi, coverage,
         runtime, model)``. A job's forecast is kept when its last one is at least ``every``
-        seconds older (forecasts made at ``made`` itself are replaced: the same snapshot again)."""
+        seconds older, by default ``calibration.keep_every`` of how long the job has waited
+        (forecasts made at ``made`` itself are replaced: the same snapshot again)."""
         kept = 0
         with self.transaction() as db:
             for row in rows:
-                last = db.execute("SELECT max(made) FROM forecasts WHERE job = ? AND made < ?",
-                                  (row[0], made)).fetchone()[0]
-                if last is not None and made - last < every:
+                last, submit = db.execute(
+                    "SELECT (SELECT max(made) FROM forecasts WHERE job = ?1 AND made < ?2), "
+                    "(SELECT submit FROM jobs WHERE id = ?1)", (row[0], made)).fetchone()
+                gap = every if every is not None else keep_every(None if submit is None else made - submit)
+                if last is not None and made - last < gap:
                     continue
                 db.execute("INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?)",
                            (row[0], made, *row[1:]))

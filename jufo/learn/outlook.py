@@ -18,7 +18,7 @@ from ..engine import jobsets
 from ..io.accounting import JobRecord
 from ..engine.prediction import Behaviour
 from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
-from .calibration import DEFAULT_COVERAGE, KEEP_LONGEST, MIN_SCORED, Calibration, Scored, bucket, bucket_label, keep_every
+from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
@@ -49,7 +49,6 @@ class Learned:
     windows: WeeklyWindows
     user_caps: dict[str, int]
     calibration: Calibration
-    keep_every: int = KEEP_LONGEST  # seconds between a waiting job's forecasts kept for scoring
 
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
@@ -60,9 +59,7 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
     predictor = RuntimePredictor(finished)
     windows = WeeklyWindows(learn_windows(records, now), now)
     caps = learn_user_caps(records, now, snap.machine.total_cores)
-    waits = sorted(r.start - r.submit for r in records if r.start is not None and r.start >= r.submit)
-    typical = waits[len(waits) // 2] if waits else None
-    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), keep_every(typical))
+    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage))
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
