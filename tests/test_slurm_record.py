@@ -285,3 +285,19 @@ def test_the_benchmarks_site_accounting_backtests_on_its_partitions(tmp_path):
     assert result["forecasts"] > 300
     overall = result["overall"]
     assert overall["history"]["median_abs_error"] < overall["walltime"]["median_abs_error"]
+
+
+def test_a_partition_limited_to_some_cores_of_its_nodes_sizes_its_jobs_by_them(mixed, tmp_path):
+    """A node's class may give a partition fewer cores than the node has ("[shared:2]" on a
+    4-core node): the partition's jobs are sized and bounded by those, and a class of 0 cores
+    gives the partition none of that node."""
+    from jufo.learn.backtest import machine_layout
+
+    text = (mixed / "machine.xml").read_text()
+    limited = tmp_path / "limited.xml"
+    limited.write_text(text.replace("[shared:4]", "[shared:2][debug:0]"))
+    layout = machine_layout(str(limited))
+    positions, total, per_node = layout.room("shared")
+    assert per_node == 2 and total == 2 * len(positions) == 32
+    assert layout.room("debug") is None
+    assert machine_layout(str(mixed / "machine.xml")).room("shared")[1:] == (64, 4)

@@ -241,6 +241,7 @@ class Layout:
     cores: tuple[int, ...]  # each node's cores
     members: tuple[tuple[str, tuple[int, ...]], ...]  # queue name -> positions of its nodes; none: all share
     digest: str
+    usable: tuple[tuple[str, tuple[int, ...]], ...] = ()  # queue name -> the cores it may use on each of them
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Layout) and other.digest == self.digest
@@ -250,12 +251,12 @@ class Layout:
 
     def room(self, queue: str) -> tuple[tuple[int, ...], int, int] | None:
         """``(node positions, cores in all, cores per node)`` a job of ``queue`` may use (the
-        commonest node size, the larger on a tie), or None for a queue no node serves.  O(1)
-        after the first call per queue.
+        commonest, the larger on a tie; a node's cores, or fewer where its partition may use
+        fewer), or None for a queue no node serves.  O(1) after the first call per queue.
 
-        >>> lay = Layout((), (), (4, 4, 8), (("a", (0, 1)), ("b", (1, 2))), "x")
+        >>> lay = Layout((), (), (4, 4, 8), (("a", (0, 1)), ("b", (1, 2))), "x", (("b", (4, 6)),))
         >>> lay.room("a"), lay.room("b"), lay.room("c")
-        (((0, 1), 8, 4), ((1, 2), 12, 8), None)
+        (((0, 1), 8, 4), ((1, 2), 10, 6), None)
         """
         cache = self.__dict__.setdefault("_rooms", {})
         if queue not in cache:
@@ -266,11 +267,12 @@ class Layout:
             if not positions:
                 cache[queue] = None
             else:
+                cores = dict(self.usable).get(queue) or tuple(self.cores[i] for i in positions)
                 sizes: dict[int, int] = {}
-                for i in positions:
-                    sizes[self.cores[i]] = sizes.get(self.cores[i], 0) + 1
+                for c in cores:
+                    sizes[c] = sizes.get(c, 0) + 1
                 common = max(sizes, key=lambda c: (sizes[c], c))
-                cache[queue] = (positions, sum(self.cores[i] for i in positions), common)
+                cache[queue] = (positions, sum(cores), common)
         return cache[queue]
 
 

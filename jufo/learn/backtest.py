@@ -121,18 +121,21 @@ def machine_layout(path: str) -> swf.Layout:
         machine = read_nodes(found, Report(quiet=True))
     except InputError as err:  # say which file: the accounting is named elsewhere
         raise InputError(f"--machine {path}", None, None, str(err)) from None
-    nodes, members = [], {}
+    nodes, members, usable = [], {}, {}
     for node, obj in zip(machine.nodes, found):
         data = {k: obj.data[k] for k in MACHINE_NODE_KEYS if obj.data.get(k, "").strip()}
         if node.classes is not None:
             data["classes"] = "".join(f"[{q}:{c}]" for q, c in node.classes.items())
-            for queue in node.classes:
-                members.setdefault(queue, []).append(node.index)
+            for queue, limit in node.classes.items():
+                if min(limit, node.ncores) > 0:  # "[debug:0]": the node takes no job of it
+                    members.setdefault(queue, []).append(node.index)
+                    usable.setdefault(queue, []).append(min(limit, node.ncores))
         nodes.append((node.name, tuple(data.items())))
     queues = tuple((obj.id, tuple(obj.data.items())) for obj in doc.of_type("queue"))
     digest = hashlib.sha256(repr((nodes, queues)).encode()).hexdigest()
     return swf.Layout(tuple(nodes), queues, tuple(n.ncores for n in machine.nodes),
-                      tuple((q, tuple(p)) for q, p in sorted(members.items())), digest)
+                      tuple((q, tuple(p)) for q, p in sorted(members.items())), digest,
+                      tuple((q, tuple(c)) for q, c in sorted(usable.items())))
 
 
 def missing_partitions(settings: Settings) -> dict[str, int]:
