@@ -30,7 +30,7 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import Calibration, Scored, bucket, wait_ratio
+from .calibration import Calibration, Scored, bucket, held, wait_ratio
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
@@ -387,12 +387,9 @@ def _settled(done: list[Forecast], now: int, since: int) -> Iterator[tuple[str, 
     for f in reversed(done):
         if f.raw.made < since:
             return
-        if f.lo is None or f.hi is None:
-            continue
-        if f.raw.actual < now:
-            yield f.raw.job or str(f.raw.made), f.lo <= f.raw.actual <= f.hi
-        elif now > f.hi:
-            yield f.raw.job or str(f.raw.made), False
+        found = held(f.lo, f.hi, f.raw.actual if f.raw.actual < now else None, now)
+        if found is not None:
+            yield f.raw.job or str(f.raw.made), found
 
 
 def error_stats(rows: list[tuple[int, int, int]]) -> dict[str, float]:

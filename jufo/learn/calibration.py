@@ -156,21 +156,31 @@ MIN_RECENT = 30  # fewer settled jobs say nothing: the level stays the stated co
 MAX_LEVEL = 0.99  # a level of 1 would need the largest ratio ever seen, often still unknown (censored)
 
 
+def held(lo: int | None, hi: int | None, start: int | None, seen: int) -> bool | None:
+    """Did the range ``lo``..``hi`` hold its job's start? Settled once the job started (inside
+    or not) or still waited at ``seen`` past ``hi`` (missed); None before, and without a range.
+
+    >>> held(30, 120, 90, 0), held(30, 120, None, 200), held(30, 120, None, 100), held(None, None, 10, 0)
+    (True, False, None, None)
+    """
+    if lo is None or hi is None:
+        return None
+    if start is not None:
+        return lo <= start <= hi
+    return False if seen > hi else None
+
+
 def settled(scored: Iterable[Scored]) -> Iterator[tuple[str, bool]]:
-    """``(job, held)`` of the past forecasts whose range is settled, in the order given: the
-    job started (inside the range or not), or still waited past the range's end (missed).
+    """``(job, held)`` of the past forecasts whose range is settled, in the order given.
 
     >>> list(settled([Scored(0, 60, 90, 0, 30, 120, "a"), Scored(0, 60, None, 200, 30, 120, "b"),
     ...               Scored(0, 60, None, 100, 30, 120, "c"), Scored(0, 60, 10, 0, job="d")]))
     [('a', True), ('b', False)]
     """
     for s in scored:
-        if s.lo is None or s.hi is None:
-            continue
-        if s.start is not None:
-            yield s.job or str(s.made), s.lo <= s.start <= s.hi
-        elif s.seen > s.hi:
-            yield s.job or str(s.made), False
+        found = held(s.lo, s.hi, s.start, s.seen)
+        if found is not None:
+            yield s.job or str(s.made), found
 
 
 def recent_share(outcomes: Iterable[tuple[str, bool]], jobs: int = RECENT_JOBS) -> tuple[float, int] | None:
