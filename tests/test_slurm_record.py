@@ -206,7 +206,7 @@ def test_a_machine_snapshot_places_running_jobs_in_their_partitions(mixed):
     layout = machine_layout(str(mixed / "machine.xml"))
     records, _ = accounting.read_sacct(accounting.text_lines(str(mixed / "sacct.txt")), "sacct.txt")
     trace = swf.trace_of_records(records, "sacct.txt")
-    of_queue = {q: {layout.nodes[i][0] for i in positions} for q, positions in layout.members}
+    of_queue = {q: {layout.nodes[i][0] for i in positions} for q, positions, _ in layout.members}
     assert sorted(of_queue) == ["batch", "shared"] and not of_queue["batch"] & of_queue["shared"]
     placed = set()
     for at in range(600, 4200, 300):

@@ -239,9 +239,9 @@ class Layout:
     nodes: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (id, data) of each node object
     queues: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (id, data) of each queue object
     cores: tuple[int, ...]  # each node's cores
-    members: tuple[tuple[str, tuple[int, ...]], ...]  # queue name -> positions of its nodes; none: all share
+    # queue name -> positions of its nodes and the cores it may use on each (none: every queue every core)
+    members: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]
     digest: str
-    usable: tuple[tuple[str, tuple[int, ...]], ...] = ()  # queue name -> the cores it may use on each of them
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Layout) and other.digest == self.digest
@@ -254,20 +254,20 @@ class Layout:
         commonest, the larger on a tie; a node's cores, or fewer where its partition may use
         fewer), or None for a queue no node serves.  O(1) after the first call per queue.
 
-        >>> lay = Layout((), (), (4, 4, 8), (("a", (0, 1)), ("b", (1, 2))), "x", (("b", (4, 6)),))
+        >>> lay = Layout((), (), (4, 4, 8), (("a", (0, 1), (4, 4)), ("b", (1, 2), (4, 6))), "x")
         >>> lay.room("a"), lay.room("b"), lay.room("c")
         (((0, 1), 8, 4), ((1, 2), 10, 6), None)
         """
         cache = self.__dict__.setdefault("_rooms", {})
         if queue not in cache:
             if not self.members:
-                positions: tuple[int, ...] | None = tuple(range(len(self.cores)))
+                found: tuple[tuple[int, ...], tuple[int, ...]] | None = (tuple(range(len(self.cores))), self.cores)
             else:
-                positions = dict(self.members).get(queue)
-            if not positions:
+                found = next(((p, c) for q, p, c in self.members if q == queue), None)
+            if not found or not found[0]:
                 cache[queue] = None
             else:
-                cores = dict(self.usable).get(queue) or tuple(self.cores[i] for i in positions)
+                positions, cores = found
                 sizes: dict[int, int] = {}
                 for c in cores:
                     sizes[c] = sizes.get(c, 0) + 1

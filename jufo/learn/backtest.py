@@ -121,21 +121,22 @@ def machine_layout(path: str) -> swf.Layout:
         machine = read_nodes(found, Report(quiet=True))
     except InputError as err:  # say which file: the accounting is named elsewhere
         raise InputError(f"--machine {path}", None, None, str(err)) from None
-    nodes, members, usable = [], {}, {}
+    nodes, members = [], {}
     for node, obj in zip(machine.nodes, found):
         data = {k: obj.data[k] for k in MACHINE_NODE_KEYS if obj.data.get(k, "").strip()}
         if node.classes is not None:
             data["classes"] = "".join(f"[{q}:{c}]" for q, c in node.classes.items())
             for queue, limit in node.classes.items():
-                if min(limit, node.ncores) > 0:  # "[debug:0]": the node takes no job of it
-                    members.setdefault(queue, []).append(node.index)
-                    usable.setdefault(queue, []).append(min(limit, node.ncores))
+                cores = min(limit, node.ncores)  # not node.limit: its state then does not count
+                if cores > 0:  # "[debug:0]": the node takes no job of it
+                    positions, usable = members.setdefault(queue, ([], []))
+                    positions.append(node.index)
+                    usable.append(cores)
         nodes.append((node.name, tuple(data.items())))
     queues = tuple((obj.id, tuple(obj.data.items())) for obj in doc.of_type("queue"))
     digest = hashlib.sha256(repr((nodes, queues)).encode()).hexdigest()
     return swf.Layout(tuple(nodes), queues, tuple(n.ncores for n in machine.nodes),
-                      tuple((q, tuple(p)) for q, p in sorted(members.items())), digest,
-                      tuple((q, tuple(c)) for q, c in sorted(usable.items())))
+                      tuple((q, tuple(p), tuple(c)) for q, (p, c) in sorted(members.items())), digest)
 
 
 def missing_partitions(settings: Settings) -> dict[str, int]:
@@ -151,7 +152,7 @@ def missing_partitions(settings: Settings) -> dict[str, int]:
         if layout.room(queue) is None:
             missing[queue] = missing.get(queue, 0) + 1
     if trace.jobs and sum(missing.values()) == len(trace.jobs):
-        have = ", ".join(q for q, _ in layout.members) or "none"
+        have = ", ".join(q for q, _, _ in layout.members) or "none"
         raise InputError(settings.trace, "Partition", ", ".join(sorted(missing)),
                          f"no job ran in a partition of the --machine snapshot (its partitions: {have})")
     return dict(sorted(missing.items()))
