@@ -87,3 +87,33 @@ def test_a_raised_level_widens_the_range_around_the_plain_one():
                 assert (p is None) == (r is None), case
                 if p is not None:
                     assert r.low <= p.low and r.high >= p.high, (case, level, b)
+
+
+def test_overruns_are_each_predicted_from_the_jobs_that_ended_before():
+    """The reach's evidence: each of the latest finished jobs against what the predictor said
+    before it ended; the predictor afterwards is the one learned from all of them."""
+    from jufo.io.accounting import JobRecord
+    from jufo.learn.runtime import RuntimePredictor, reach
+
+    recs = [JobRecord(str(k), "u", queue="q", wall=1000, submit=k * 10, start=k * 10, end=k * 10 + 100 + 50 * (k % 3))
+            for k in range(40)]
+    predictor, overruns = RuntimePredictor.learning(recs, recent=5)
+    assert len(overruns) == 5
+    before = RuntimePredictor(recs[:35])
+    predicted, _ = before.predict("u", "q", 1000, 1)
+    assert overruns[0] == (recs[35].runtime - predicted) / (1000 - predicted)
+    assert predictor.predict("u", "q", 1000, 1) == RuntimePredictor(recs).predict("u", "q", 1000, 1)
+    assert reach(overruns, 0.8) == 0.0  # five say nothing
+    assert 0 < reach(RuntimePredictor.learning(recs)[1], 0.8) < 1
+
+
+def test_a_range_reaches_toward_the_walltime_forecast_only_beyond_its_own_end():
+    from jufo.learn.calibration import reach_toward
+
+    day = 86400
+    past = [Scored(d * day, d * day, d * day + d * 100, d * day, job=str(d)) for d in range(40)]
+    calibration = Calibration(past, 0.8)
+    plain = calibration.range(100 * day, 100 * day + 600)
+    assert calibration.range(100 * day, 100 * day + 600, reach_toward(100 * day + 600, 100 * day + 700, 0.5)) == plain
+    far = calibration.range(100 * day, 100 * day + 600, reach_toward(100 * day + 600, 100 * day + 40_600, 0.5))
+    assert far[:3] == (plain[0], plain[1], 100 * day + 20_600) and far[3].endswith("toward the walltime forecast")

@@ -31,11 +31,14 @@ def test_indexes_answer_as_learning_from_scratch(trace):
     rng = random.Random(5)
     days = sorted(rng.sample(range(records[0].submit + DAY, records[-1].submit, DAY), 25))
     runtimes, windows, caps = RuntimeIndex(records, keep), WindowIndex(records), CapIndex(records, capacity, days)
-    some_windows = some_caps = 0
+    some_windows = some_caps = some_overruns = 0
     for now in days:
         known = source.records(now)
         finished = sorted((r for r in known if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
         scratch, asof = RuntimePredictor(finished), runtimes.as_of(now)
+        overruns = RuntimePredictor.learning(finished)[1]
+        assert asof.overruns() == overruns, now  # the reach's evidence
+        some_overruns += len(overruns) == 100
         for r in rng.sample(records, 200):
             for elapsed in (None, r.wall // 3):
                 assert asof.predict(r.user, r.queue, r.wall, r.cores, elapsed) == \
@@ -46,7 +49,7 @@ def test_indexes_answer_as_learning_from_scratch(trace):
         assert caps.caps(now) == capped, now
         some_windows += bool(closed)
         some_caps += bool(capped)
-    assert some_caps >= 5  # the comparison saw real caps
+    assert some_caps >= 5 and some_overruns >= 5  # the comparison saw real caps and full overruns
     if trace != HPC2N:  # HPC2N has no start windows; KTH's SP2 has its daytime rule
         assert some_windows >= 5
 
@@ -119,7 +122,7 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed):
     snapshots = range(20 * DAY + 600 * seed, 135 * DAY + 1, DAY // 2)
     windows, caps = WindowIndex(records), CapIndex(records, capacity, snapshots)
     keys = [(r.user, r.queue, r.wall, r.cores) for r in records[:60]]
-    compared = {"runs": 0, "windows": 0, "caps": 0}
+    compared = {"runs": 0, "windows": 0, "caps": 0, "overruns": 0}
     for keep_days in (90, 10):
         source, runtimes = TraceSource(records, keep_days), RuntimeIndex(records, keep_days * DAY)
         for now in snapshots:
@@ -127,6 +130,9 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed):
             finished = sorted((r for r in known if r.end is not None and r.start is not None),
                               key=lambda r: (r.end, r.id))
             scratch, asof = RuntimePredictor(finished), runtimes.as_of(now)
+            overruns = RuntimePredictor.learning(finished)[1]
+            assert asof.overruns() == overruns, (now, keep_days)  # the reach's evidence, at every tie
+            compared["overruns"] += len(overruns)
             for user, queue, wall, cores in keys:
                 for elapsed in (None, 600):
                     assert asof.predict(user, queue, wall, cores, elapsed) == \
@@ -138,4 +144,4 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed):
             compared["windows"] += windows.counts(now) is not None
             assert caps.window(now) == behaviour.cap_window(known, now, capacity), now
             compared["caps"] += bool(caps.window(now)[0])
-    assert compared["windows"] > 100 and compared["caps"] > 100, compared
+    assert compared["windows"] > 100 and compared["caps"] > 100 and compared["overruns"] > 10_000, compared

@@ -30,7 +30,7 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import Calibration, Scored, bucket, held, wait_ratio
+from .calibration import Calibration, Scored, bucket, held, reach_toward, wait_ratio
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
@@ -68,6 +68,7 @@ class Raw:
     wall: int | None  # walltime-only simulated start
     actual: int  # the real start (never used by the forecast)
     submit: int
+    upper: int | None = None  # where its range should reach at least (calibration.reach_toward)
 
 
 class TraceSource:
@@ -215,9 +216,10 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
             continue
         real = by_number[job.key]
         plain = walls[job.id]
-        out.append(Raw(snap.epoch, job.key, None if job.start is None else snap.epoch + job.start,
-                       None if plain is None else snap.epoch + plain, trace.epoch + real.start,
-                       trace.epoch + real.submit))
+        start = None if job.start is None else snap.epoch + job.start
+        wall_start = None if plain is None else snap.epoch + plain
+        out.append(Raw(snap.epoch, job.key, start, wall_start, trace.epoch + real.start, trace.epoch + real.submit,
+                       None if start is None else reach_toward(start, wall_start, knowledge.reach)))
     return out
 
 
@@ -371,7 +373,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))
                 continue
-            found = calibration.range(now, r.learned)
+            found = calibration.range(now, r.learned, r.upper)
             if found is None:
                 out.append(Forecast(r, r.learned, None, None))
             else:

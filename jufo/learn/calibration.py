@@ -311,13 +311,20 @@ class Calibration:
         label = bucket_label(b) if reach == 0 else f"{bucket_label(b)} (with neighbouring horizons)"
         return Band(best[0], best[1], median, len(samples), sum(1 for _, seen in samples if seen), label)
 
-    def range(self, now: int, predicted: int) -> tuple[int, int, int, str] | None:
+    def range(self, now: int, predicted: int, upper: int | None = None) -> tuple[int, int, int, str] | None:
         """``(best, lo, hi, bucket label)`` for a forecast made at ``now`` of a start at
         ``predicted`` (epoch seconds); the best estimate is the forecast itself, and the range
         is widened to hold it where it lies outside. None when the history cannot calibrate
         this horizon. (Moving the forecast into the range instead cost little on daily
         backtests but tripled the what-if answer's error on an HPC2N week, whose ranges rested
-        on a few days: 20,024 s against 6,916 s.)"""
+        on a few days: 20,024 s against 6,916 s.) ``upper``, if given, is where the range
+        should reach at least (``reach_toward``); the label then says so.
+
+        >>> day = 86400
+        >>> past = [Scored(d * day, d * day, d * day + d * 100, d * day, job=str(d)) for d in range(40)]
+        >>> Calibration(past, 0.8).range(100 * day, 100 * day, upper=100 * day + 5000)
+        (8640000, 8640000, 8645000, 'now, reaching toward the walltime forecast')
+        """
         wait = max(0, predicted - now)
         band = self.band(bucket(wait))
         if band is None:
@@ -327,4 +334,24 @@ class Calibration:
             return now + max(0, round(ratio * (wait + C) - C))
 
         lo, hi = at(band.low), at(band.high)
-        return predicted, min(lo, predicted), max(hi, predicted), band.label
+        label = band.label
+        if upper is not None and upper > max(hi, predicted):
+            hi, label = upper, f"{label}, reaching toward the walltime forecast"
+        return predicted, min(lo, predicted), max(hi, predicted), label
+
+
+def reach_toward(predicted: int, wall: int | None, reach: float) -> int | None:
+    """Where a range should reach at least: ``reach`` of the way from the forecast with
+    learned run times (``predicted``) to the walltime-only forecast (``wall``), as if the jobs
+    ahead ran as far beyond their predictions toward their walls as most recent jobs did
+    (``runtime.reach``). Past ranges cannot tell this when the queue changes faster than
+    forecasts are scored: on the Slurm labs, forecasts behind a maintenance fell late
+    together, while the ranges were cut from quick starters' forecasts. None without a
+    walltime forecast or a reach.
+
+    >>> reach_toward(1000, 3000, 0.5), reach_toward(1000, 800, 0.5), reach_toward(1000, None, 0.5)
+    (2000, None, None)
+    """
+    if wall is None or reach <= 0 or wall <= predicted:
+        return None
+    return predicted + round(reach * (wall - predicted))

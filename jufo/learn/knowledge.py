@@ -30,7 +30,7 @@ from .behaviour import (CAP_DAYS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, cap_events, ca
                         learn_user_caps, user_caps)
 from .calibration import Calibration
 from .outlook import HistorySource, Learned
-from .runtime import RuntimeRules, run_keys, share_keys
+from .runtime import REACH_JOBS, RuntimeRules, overrun, reach, reach_candidate, run_keys, share_keys
 
 
 class RuntimeIndex:
@@ -67,10 +67,31 @@ class RuntimeAsOf(RuntimeRules):
     """``RuntimeIndex`` at one time: the jobs that ended by ``now`` (and no longer ago than
     the history keeps), submitted no earlier than a history keeps a waiting job."""
 
-    def __init__(self, index: RuntimeIndex, now: int) -> None:
+    def __init__(self, index: RuntimeIndex, now: int, upto: int | None = None) -> None:
         self.index = index
         self.now = now
-        self.upto = bisect.bisect_right(index.ends, now)  # positions below this ended by now
+        # positions below this ended by now (or, given, the jobs that ended before one of them)
+        self.upto = bisect.bisect_right(index.ends, now) if upto is None else upto
+
+    def known(self, rec: JobRecord) -> bool:
+        """Would a history at ``now`` hold this finished job (if it ended by then)?"""
+        return rec.end >= self.now - self.index.keep and rec.start < self.now and \
+            self.now - 2 * self.index.keep <= rec.submit <= self.now
+
+    def overruns(self, recent: int = REACH_JOBS) -> list[float | None]:
+        """``RuntimePredictor.learning``'s overruns as of ``now``: the last ``recent`` known
+        finished jobs with a wall, each predicted from the known jobs that ended before it.
+        O(recent × a prediction)."""
+        finished, out = self.index.finished, []
+        for i in range(self.upto - 1, -1, -1):
+            rec = finished[i]
+            if rec.end < self.now - self.index.keep or len(out) == recent:
+                break
+            if self.known(rec) and reach_candidate(rec):
+                predicted, _ = RuntimeAsOf(self.index, self.now, i).predict(rec.user, rec.queue, rec.wall, rec.cores)
+                out.append(overrun(predicted, rec.end - rec.start, rec.wall))
+        out.reverse()
+        return out
 
     def _last(self, positions: list[int] | None, count: int) -> list:
         """The last ``count`` known records among ``positions``.  O(log n + skipped)."""
@@ -286,5 +307,6 @@ class TraceKnowledge:
         caps = self.caps.caps(now) if self.caps is not None else None
         if caps is None:
             caps = learn_user_caps(source.records(now), now, self.capacity)
-        return Learned(self.runtimes.as_of(now), WeeklyWindows(self.windows.closed(now), now), caps,
-                       Calibration(source.scored(now), coverage))
+        runtimes = self.runtimes.as_of(now)
+        return Learned(runtimes, WeeklyWindows(self.windows.closed(now), now), caps,
+                       Calibration(source.scored(now), coverage), reach(runtimes.overruns(), coverage))

@@ -18,7 +18,7 @@ from ..engine import jobsets
 from ..io.accounting import JobRecord
 from ..engine.prediction import Behaviour
 from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
-from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label
+from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
@@ -27,7 +27,7 @@ from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
 from ..engine.job import HELD_STATES, WAITING, Job
-from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy
+from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy, reach
 from ..engine.windows import WeeklyWindows
 
 
@@ -49,6 +49,7 @@ class Learned:
     windows: WeeklyWindows
     user_caps: dict[str, int]
     calibration: Calibration
+    reach: float = 0.0  # how far toward their walls recent jobs ran beyond their predictions (runtime.reach)
 
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
@@ -56,10 +57,10 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
     now = snap.epoch
     records = source.records(now)
     finished = sorted((r for r in records if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
-    predictor = RuntimePredictor(finished)
+    predictor, overruns = RuntimePredictor.learning(finished)
     windows = WeeklyWindows(learn_windows(records, now), now)
     caps = learn_user_caps(records, now, snap.machine.total_cores)
-    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage))
+    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), reach(overruns, coverage))
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
@@ -112,9 +113,12 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
     behaviour = behaviour_for(learned_snap, knowledge)
     learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
     ranges = {}
+    walls = {job.id: job.start for job in wall.jobs}
     for job in learned.jobs:
         if job.start is not None and not job.running:
-            found = knowledge.calibration.range(snap.epoch, snap.epoch + job.start)
+            plain = walls.get(job.id)
+            upper = reach_toward(snap.epoch + job.start, None if plain is None else snap.epoch + plain, knowledge.reach)
+            found = knowledge.calibration.range(snap.epoch, snap.epoch + job.start, upper)
             if found is not None:
                 ranges[job.id] = found
     return Outlook(wall, learned, behaviour, knowledge, coverage, ranges)

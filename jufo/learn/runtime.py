@@ -13,6 +13,7 @@ capped at the wall. The model name says which rule decided.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterable
 from ..io.accounting import JobRecord
 
 RAISE_MIN = 60  # a raised prediction lies at least this far beyond the elapsed time
+REACH_JOBS = 100  # the latest finished jobs whose overruns give the reach
+MIN_REACH_JOBS = 30  # fewer say nothing: no reach
 
 
 def size_class(cores: int) -> int:
@@ -69,6 +72,35 @@ class RuntimeRules:
         return seconds, model
 
 
+def overrun(predicted: int, run: int, wall: int) -> float | None:
+    """Where a run time fell between its prediction and its wall: 0 at the prediction, 1 at
+    the wall, negative when shorter than predicted; None where the prediction was the wall.
+
+    >>> overrun(100, 400, 1000), overrun(100, 50, 1000), overrun(1000, 900, 1000)
+    (0.3333333333333333, -0.05555555555555555, None)
+    """
+    return None if wall <= predicted else (run - predicted) / (wall - predicted)
+
+
+def reach(overruns: Iterable[float | None], level: float) -> float:
+    """How far toward their walls the latest jobs ran beyond their predictions: the ``level``
+    quantile of their overruns (``overrun``), between 0 and 1; 0 from fewer than
+    ``MIN_REACH_JOBS`` jobs with an overrun.  O(n log n).
+
+    >>> reach([k / 100 for k in range(100)], 0.8), reach([-1.0] * 50, 0.8), reach([0.5] * 10, 0.8)
+    (0.79, 0.0, 0.0)
+    """
+    known = sorted(o for o in overruns if o is not None)
+    if len(known) < MIN_REACH_JOBS:
+        return 0.0
+    return min(1.0, max(0.0, known[min(len(known) - 1, max(0, math.ceil(level * len(known)) - 1))]))
+
+
+def reach_candidate(rec: JobRecord) -> bool:
+    """A finished job whose overrun the reach may look at: a wall and a run time."""
+    return bool(rec.wall) and rec.runtime is not None and rec.runtime >= 0
+
+
 def run_keys(rec: JobRecord) -> tuple[tuple, tuple, tuple]:
     """The keys a finished job's run time is learned under, most specific first."""
     return (("same request", rec.user, rec.queue, rec.wall, rec.cores), ("user+queue", rec.user, rec.queue),
@@ -113,6 +145,25 @@ class RuntimePredictor(RuntimeRules):
             share = min(run / rec.wall, 1.0)
             for key in share_keys(rec):
                 self._share[key].append(share)
+
+    @classmethod
+    def learning(cls, finished: list[JobRecord], recent: int = REACH_JOBS) -> tuple[RuntimePredictor, list[float | None]]:
+        """The predictor of ``finished`` (in the order they ended) and the overruns of the last
+        ``recent`` of them with a wall (``reach_candidate``), each predicted from the jobs that
+        ended before it: what the reach is read from.  O(n)."""
+        tail = len(finished)
+        seen = 0
+        while tail > 0 and seen < recent:
+            tail -= 1
+            seen += reach_candidate(finished[tail])
+        predictor = cls(finished[:tail])
+        overruns: list[float | None] = []
+        for rec in finished[tail:]:
+            if reach_candidate(rec):
+                predicted, _ = predictor.predict(rec.user, rec.queue, rec.wall, rec.cores)
+                overruns.append(overrun(predicted, rec.runtime, rec.wall))
+            predictor.add(rec)
+        return predictor, overruns
 
     def _runs(self, key: tuple) -> deque | None:
         return self._last.get(key)
