@@ -511,3 +511,38 @@ def test_ranges_that_held_less_are_widened_and_the_output_says_so(tmp_path):
     assert "the latest 80% ranges held 50% of real starts: so the range ratios are cut to hold 99%" in shown.stdout
     level = json.loads(cli("history", "show", "--history", str(path), "--json").stdout)["range_level"]
     assert level == {"coverage": 0.8, "level": 0.99, "held_lately": 0.5}
+
+
+def test_a_range_reaches_toward_the_walltime_forecast_as_far_as_recent_jobs_overran(tmp_path):
+    """Earlier forecasts came true to the second, so the calibrated range is the forecast
+    itself; but the user's recent jobs ran 3,000 or 5,000 s where 4,000 s was predicted. The
+    running job's predicted end is as uncertain: the range reaches 31 % (the 80 % quantile of
+    those overruns, 1,000 of 3,200 s) of the way to the walltime forecast, and says so."""
+    path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
+    with History.open(str(path)) as h:
+        records, rows = [], []
+        for i in range(200):  # forecasts that came true, of jobs that ended long ago
+            made, wait = EPOCH - 20 * DAY + i * 3600, 600 + 30 * i
+            records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60,
+                                     start=made + wait, end=made + wait + 60))
+            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, made, made + 2 * wait, 0.8, None, "wall")))
+        for i in range(120):  # the user's latest jobs, ended after those
+            end = EPOCH - 5 * DAY + i * 3600
+            run = 3000 if i % 2 else 5000
+            records.append(JobRecord(f"u{i}", "u", "g", queue="batch", nodes=1, cores=4, wall=7200,
+                                     submit=end - run - 60, start=end - run, end=end))
+        h.import_records(records, "sacct")
+        for made, row in rows:
+            h.record_forecasts(made, [row])
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    result = cli("predict", str(src), "-o", str(out), "--history", str(path))
+    assert result.exit_code == 0, result.stderr
+    a = predictions(out.read_bytes())["a"]
+    best, hi, wall = (parse_date(a[k])[0] - EPOCH for k in ("jufo_starttime", "jufo_starttime_hi", "jufo_starttime_wall"))
+    assert (best, wall) == (400, 3600)  # the running job's predicted end (4,000 s), and its wall
+    assert hi == 400 + round(0.3125 * 3200)
+    assert "reaching toward the walltime forecast" in a["jufo_model"]
+    shown = cli("history", "show", "--history", str(path))
+    assert "a range's upper end reaches at least 31% of the way to the walltime forecast" in shown.stdout
+    toward = json.loads(cli("history", "show", "--history", str(path), "--json").stdout)["range_reach"]
+    assert toward == {"reach": 0.3125, "jobs": 100}

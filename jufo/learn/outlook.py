@@ -293,6 +293,9 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
                          "range_ratio": [band.low, band.high] if band else None})
     out["lateness_by_horizon"] = horizons
     out["range_level"] = {"coverage": coverage, "level": calibration.level, "held_lately": calibration.held_lately}
+    finished = sorted((r for r in records if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
+    overruns = [o for o in RuntimePredictor.learning(finished)[1] if o is not None]
+    out["range_reach"] = {"reach": reach(overruns, coverage), "jobs": len(overruns)}
     fared: dict[str, dict[str, list[bool]]] = {"all": {}, "by_horizon": {}, "by_user_queue": {}}
     for user, queue, made, predicted, lo, hi, start in history.range_outcomes():
         inside = lo <= start <= hi
@@ -363,6 +366,11 @@ def taught_text(info: dict) -> str:
                   else "no need to widen them")
         lines.append(f"  the latest {level['coverage']:.0%} ranges held {level['held_lately']:.0%} of real starts: "
                      f"{raised}")
+    toward = info.get("range_reach")
+    if toward and toward["reach"] > 0:
+        lines.append(f"  a range's upper end reaches at least {toward['reach']:.0%} of the way to the walltime forecast: "
+                     f"as far as {level['coverage']:.0%} of the latest {toward['jobs']} jobs ran beyond their "
+                     f"predicted run times toward their walls")
     lines.append("\nRanges so far: share of started jobs whose real start fell inside")
     so_far = info["range_coverage_so_far"]
     if not so_far["all"]:
