@@ -484,27 +484,33 @@ def test_a_waiting_jobs_forecast_is_kept_every_quarter_of_its_wait(tmp_path, que
         assert con.execute("SELECT count(*) FROM forecasts WHERE job = 'a'").fetchone()[0] == kept
 
 
-def test_ranges_that_held_less_are_widened_and_the_output_says_so(tmp_path):
-    """The history's earlier ranges held half of their jobs' starts: the new range is cut to
-    hold more, jufo_model says why, and history show says how the latest ranges held."""
-    path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
-    rng = random.Random(7)
+def predict_behind_a_running_job(path, records, rows, src, out) -> None:
+    """Import ``records`` and the forecast ``rows`` into the history at ``path``, then predict
+    a waiting job "a" behind user u's running job "r" (started an hour ago, wall 2 h)."""
     with History.open(str(path)) as h:
-        records, rows = [], []
-        for i in range(200):
-            made = EPOCH - 20 * DAY + i * 3600
-            wait = rng.randint(600, 7200)
-            start = made + int(wait * rng.uniform(1, 3))
-            lo, hi = (start - 60, start + 60) if i % 2 else (start + 60, start + 600)
-            records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60, start=start,
-                                     end=start + 60))
-            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, lo, hi, 0.8, None, "wall")))
         h.import_records(records, "sacct")
         for made, row in rows:
             h.record_forecasts(made, [row])
     src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
     result = cli("predict", str(src), "-o", str(out), "--history", str(path))
     assert result.exit_code == 0, result.stderr
+
+
+def test_ranges_that_held_less_are_widened_and_the_output_says_so(tmp_path):
+    """The history's earlier ranges held half of their jobs' starts: the new range is cut to
+    hold more, jufo_model says why, and history show says how the latest ranges held."""
+    path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
+    rng = random.Random(7)
+    records, rows = [], []
+    for i in range(200):
+        made = EPOCH - 20 * DAY + i * 3600
+        wait = rng.randint(600, 7200)
+        start = made + int(wait * rng.uniform(1, 3))
+        lo, hi = (start - 60, start + 60) if i % 2 else (start + 60, start + 600)
+        records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60, start=start,
+                                 end=start + 60))
+        rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, lo, hi, 0.8, None, "wall")))
+    predict_behind_a_running_job(path, records, rows, src, out)
     model = predictions(out.read_bytes())["a"]["jufo_model"]
     assert "cut to hold 99% of them as the latest ranges held 50%" in model
     shown = cli("history", "show", "--history", str(path))
@@ -519,24 +525,18 @@ def test_a_range_reaches_toward_the_walltime_forecast_as_far_as_recent_jobs_over
     running job's predicted end is as uncertain: the range reaches 31 % (the 80 % quantile of
     those overruns, 1,000 of 3,200 s) of the way to the walltime forecast, and says so."""
     path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
-    with History.open(str(path)) as h:
-        records, rows = [], []
-        for i in range(200):  # forecasts that came true, of jobs that ended long ago
-            made, wait = EPOCH - 20 * DAY + i * 3600, 600 + 30 * i
-            records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60,
-                                     start=made + wait, end=made + wait + 60))
-            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, made, made + 2 * wait, 0.8, None, "wall")))
-        for i in range(120):  # the user's latest jobs, ended after those
-            end = EPOCH - 5 * DAY + i * 3600
-            run = 3000 if i % 2 else 5000
-            records.append(JobRecord(f"u{i}", "u", "g", queue="batch", nodes=1, cores=4, wall=7200,
-                                     submit=end - run - 60, start=end - run, end=end))
-        h.import_records(records, "sacct")
-        for made, row in rows:
-            h.record_forecasts(made, [row])
-    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
-    result = cli("predict", str(src), "-o", str(out), "--history", str(path))
-    assert result.exit_code == 0, result.stderr
+    records, rows = [], []
+    for i in range(200):  # forecasts that came true, of jobs that ended long ago
+        made, wait = EPOCH - 20 * DAY + i * 3600, 600 + 30 * i
+        records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60,
+                                 start=made + wait, end=made + wait + 60))
+        rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, made, made + 2 * wait, 0.8, None, "wall")))
+    for i in range(120):  # the user's latest jobs, ended after those
+        end = EPOCH - 5 * DAY + i * 3600
+        run = 3000 if i % 2 else 5000
+        records.append(JobRecord(f"u{i}", "u", "g", queue="batch", nodes=1, cores=4, wall=7200,
+                                 submit=end - run - 60, start=end - run, end=end))
+    predict_behind_a_running_job(path, records, rows, src, out)
     a = predictions(out.read_bytes())["a"]
     best, hi, wall = (parse_date(a[k])[0] - EPOCH for k in ("jufo_starttime", "jufo_starttime_hi", "jufo_starttime_wall"))
     assert (best, wall) == (400, 3600)  # the running job's predicted end (4,000 s), and its wall
