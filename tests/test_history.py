@@ -122,6 +122,44 @@ def test_jobs_gone_from_the_queue_are_inferred(tmp_path):
     assert rows == {"q": ("gone", EPOCH + 300, None), "r": ("ended", EPOCH - 50, EPOCH + 300)}
 
 
+def test_a_history_another_run_creates_meanwhile_is_checked_as_of_one_moment(tmp_path, monkeypatch):
+    """Two cron runs start on a new history: one creates it while the other checks whose file
+    it is. The check's reads are one read transaction, so it sees the file before the other's
+    commit (empty) or after it (jufo's), never jufo's tables without jufo's id (the test above
+    failed so, once in a full run)."""
+    import jufo.learn.history as history
+
+    path = tmp_path / "h.db"
+    first = sqlite3.connect(str(path), isolation_level=None)
+    first.execute("PRAGMA journal_mode = WAL")  # what the creating run has done so far
+    real_connect = sqlite3.connect
+
+    class Checker:
+        """The checking run's connection: the other run commits right after its first read."""
+
+        def __init__(self, *args, **kwargs):
+            self.db, self.reads = real_connect(*args, **kwargs), 0
+
+        def execute(self, sql, *args):
+            cursor = self.db.execute(sql, *args)
+            self.reads += sql != "BEGIN"
+            if self.reads == 1:
+                monkeypatch.setattr(history.sqlite3, "connect", real_connect)
+                with History.open(str(path)):  # the other run creates jufo's schema and commits
+                    pass
+            return cursor
+
+        def close(self):
+            self.db.close()
+
+    monkeypatch.setattr(history.sqlite3, "connect", Checker)
+    history._check(path)  # before the fix: "not jufo's history: another application's SQLite database"
+    monkeypatch.undo()
+    first.close()
+    with History.open(str(path)) as h:
+        assert h.stats()["jobs"] == 0
+
+
 def test_concurrent_writers_both_succeed(tmp_path):
     path = tmp_path / "h.db"
     procs = []

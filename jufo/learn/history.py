@@ -480,10 +480,13 @@ def _check(path: Path) -> None:
     if not head.startswith(_SQLITE_MAGIC):
         raise InputError(str(path), "--history", str(path), "not jufo's history: not an SQLite database")
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60, isolation_level=None)
     except sqlite3.Error as err:
         raise InputError(str(path), "--history", str(path), f"cannot open: {err}") from None
     try:
+        # one read transaction: each statement alone would see its own moment, and a history
+        # another run is creating meanwhile looked like tables without jufo's id (a cron race)
+        db.execute("BEGIN")
         app = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
