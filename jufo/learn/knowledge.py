@@ -85,7 +85,7 @@ class RuntimeAsOf(RuntimeRules):
         finished, out = self.index.finished, []
         for i in range(self.upto - 1, -1, -1):
             rec = finished[i]
-            if rec.end < self.now - self.index.keep or len(out) == recent:
+            if rec.end < self.now - self.index.keep or len(out) == recent:  # older ones are not known either
                 break
             if self.known(rec) and reach_candidate(rec):
                 predicted, _ = RuntimeAsOf(self.index, self.now, i).predict(rec.user, rec.queue, rec.wall, rec.cores)
@@ -97,13 +97,13 @@ class RuntimeAsOf(RuntimeRules):
         """The last ``count`` known records among ``positions``.  O(log n + skipped)."""
         if not positions:
             return []
-        now, keep, finished = self.now, self.index.keep, self.index.finished
+        floor, finished = self.now - self.index.keep, self.index.finished
         out = []
         for i in range(bisect.bisect_left(positions, self.upto) - 1, -1, -1):
             rec = finished[positions[i]]
-            if rec.end < now - keep:
+            if rec.end < floor:
                 break
-            if rec.start < now and now - 2 * keep <= rec.submit <= now:
+            if self.known(rec):
                 out.append(rec)
                 if len(out) == count:
                     break
