@@ -27,7 +27,7 @@ from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
 from ..engine.job import HELD_STATES, WAITING, Job
-from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy, reach
+from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy, in_end_order, reach
 from ..engine.windows import WeeklyWindows
 
 
@@ -56,8 +56,7 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
     """Learn run times, habits and the calibration from what was known at the snapshot."""
     now = snap.epoch
     records = source.records(now)
-    finished = sorted((r for r in records if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
-    predictor, overruns = RuntimePredictor.learning(finished)
+    predictor, overruns = RuntimePredictor.learning(in_end_order(records))
     windows = WeeklyWindows(learn_windows(records, now), now)
     caps = learn_user_caps(records, now, snap.machine.total_cores)
     return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), reach(overruns, coverage))
@@ -293,8 +292,7 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
                          "range_ratio": [band.low, band.high] if band else None})
     out["lateness_by_horizon"] = horizons
     out["range_level"] = {"coverage": coverage, "level": calibration.level, "held_lately": calibration.held_lately}
-    finished = sorted((r for r in records if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
-    overruns = [o for o in RuntimePredictor.learning(finished)[1] if o is not None]
+    overruns = [o for o in RuntimePredictor.learning(in_end_order(records))[1] if o is not None]
     out["range_reach"] = {"reach": reach(overruns, coverage), "jobs": len(overruns)}
     fared: dict[str, dict[str, list[bool]]] = {"all": {}, "by_horizon": {}, "by_user_queue": {}}
     for user, queue, made, predicted, lo, hi, start in history.range_outcomes():

@@ -72,6 +72,17 @@ class RuntimeRules:
         return seconds, model
 
 
+def in_end_order(records: Iterable[JobRecord]) -> list[JobRecord]:
+    """The finished jobs of ``records`` in the order they ended (ties by id): the order a
+    predictor learns them in.  O(n log n).
+
+    >>> [r.id for r in in_end_order([JobRecord("b", start=0, end=5), JobRecord("c", start=0),
+    ...                              JobRecord("a", start=1, end=5), JobRecord("d", start=0, end=2)])]
+    ['d', 'a', 'b']
+    """
+    return sorted((r for r in records if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
+
+
 def overrun(predicted: int, run: int, wall: int) -> float | None:
     """Where a run time fell between its prediction and its wall: 0 at the prediction, 1 at
     the wall, negative when shorter than predicted; None where the prediction was the wall.
