@@ -117,3 +117,20 @@ def test_a_range_reaches_toward_the_walltime_forecast_only_beyond_its_own_end():
     assert calibration.range(100 * day, 100 * day + 600, reach_toward(100 * day + 600, 100 * day + 700, 0.5)) == plain
     far = calibration.range(100 * day, 100 * day + 600, reach_toward(100 * day + 600, 100 * day + 40_600, 0.5))
     assert far[:3] == (plain[0], plain[1], 100 * day + 20_600) and far[3].endswith("toward the walltime forecast")
+
+
+def test_a_backtest_gives_each_range_the_planning_grid_its_snapshot_had():
+    """Forecasts that came true to the second calibrate to ranges of no width; with the
+    snapshot's planning grid (``Raw.step``, Slurm's bf_resolution) the backtest's ranges span
+    half a step either side, as ``predict --history``'s do."""
+    from jufo.learn.backtest import calibrate
+
+    def snapshots(step: int) -> list[list[Raw]]:
+        return [[Raw(k * 3600, f"j{k}", k * 3600 + 600, k * 3600 + 900, k * 3600 + 600, k * 3600 - 60, None, step)]
+                for k in range(60)]
+
+    plain, grid = calibrate(snapshots(0), 0.8), calibrate(snapshots(60), 0.8)
+    ranged = [(p, g) for p, g in zip(plain, grid) if p.lo is not None]
+    assert len(ranged) > 20
+    assert all((p.lo, p.hi) == (p.best, p.best) for p, _ in ranged)
+    assert all((g.lo, g.hi) == (g.best - 30, g.best + 30) for _, g in ranged)

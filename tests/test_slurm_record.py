@@ -341,9 +341,10 @@ def test_a_second_kth_lab_recorded_after_the_range_changes(tmp_path_factory):
     the walltime forecast and used for nothing but this check. Measured on all captures
     (``python lab/score.py DIR --history``): 98.5 % of 988 job-snapshots within 60 s of Slurm's
     estimate; history forecast 21 s against Slurm's 75 s median absolute error (0.28×), within
-    5 min 99.8 % against 94.7 %; ranges held 74.0 % (72.1 % with the code before), median width
-    106 s against a remaining wait of 80 s; 148 of the 227 misses came before the range. On every
-    third capture, as here: 96.8 %, 23.5 s against 88 s, ranges 75.9 %."""
+    5 min 99.8 % against 94.7 %; ranges held 78.2 % (74.0 % before they spanned the planning
+    grid, 72.1 % before they reached toward the walltime forecast), median width 105 s against a
+    remaining wait of 80 s. On every third capture, as here: 96.8 %, 23.5 s against 88 s, ranges
+    81.2 % (75.9 % before the grid)."""
     sys.path.insert(0, str(ROOT / "lab"))
     import score
 
@@ -352,5 +353,20 @@ def test_a_second_kth_lab_recorded_after_the_range_changes(tmp_path_factory):
     assert result["fidelity_within_60s"] >= 0.9, result["differ_examples"][:5]
     assert result["history"]["median_abs_error"] <= 0.35 * result["slurm"]["median_abs_error"]
     assert result["history"]["within_5min"] >= result["slurm"]["within_5min"]
-    assert 0.7 <= result["range"]["coverage"] <= 0.9 and \
+    assert 0.75 <= result["range"]["coverage"] <= 0.85 and \
         result["range"]["median_width"] <= 2 * result["range"]["median_remaining_wait"], result["range"]
+
+
+def test_the_logged_labs_ranges_span_the_planning_grid(tmp_path_factory):
+    """The logged lab (lab-passes.tar.xz, Slurm's backfill log beside its captures): its history
+    ranges missed early, many of them narrower than Slurm's 60 s planning step, whose plan may
+    hold a job to a step its start comes before. Reaching half a step either side of the
+    forecast, they hold 77.3 % on every third capture, as here (73.8 % before), and 77.8 % on
+    all 215 (73.6 % before; median width 284 s against a remaining wait of 396 s)."""
+    sys.path.insert(0, str(ROOT / "lab"))
+    import score
+
+    result = score.score(unpack(tmp_path_factory, "lab-passes"), history=True, every=3)
+    ranges = result["range"]
+    assert ranges["with_range"] > 2000
+    assert 0.75 <= ranges["coverage"] <= 0.85 and ranges["median_width"] <= 2 * ranges["median_remaining_wait"], ranges

@@ -69,6 +69,7 @@ class Raw:
     actual: int  # the real start (never used by the forecast)
     submit: int
     upper: int | None = None  # where its range should reach at least (calibration.reach_toward)
+    step: int = 0  # the planning grid's step (Slurm's bf_resolution): the range spans half of it either side
 
 
 class TraceSource:
@@ -219,7 +220,7 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
         start = None if job.start is None else snap.epoch + job.start
         wall_start = None if plain is None else snap.epoch + plain
         out.append(Raw(snap.epoch, job.key, start, wall_start, trace.epoch + real.start, trace.epoch + real.submit,
-                       None if start is None else reach_toward(start, wall_start, knowledge.reach)))
+                       None if start is None else reach_toward(start, wall_start, knowledge.reach), config.resolution))
     return out
 
 
@@ -373,7 +374,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))
                 continue
-            found = calibration.range(now, r.learned, r.upper)
+            found = calibration.range(now, r.learned, r.upper, r.step)
             if found is None:
                 out.append(Forecast(r, r.learned, None, None))
             else:

@@ -311,19 +311,28 @@ class Calibration:
         label = bucket_label(b) if reach == 0 else f"{bucket_label(b)} (with neighbouring horizons)"
         return Band(best[0], best[1], median, len(samples), sum(1 for _, seen in samples if seen), label)
 
-    def range(self, now: int, predicted: int, upper: int | None = None) -> tuple[int, int, int, str] | None:
+    def range(self, now: int, predicted: int, upper: int | None = None,
+              step: int = 0) -> tuple[int, int, int, str] | None:
         """``(best, lo, hi, bucket label)`` for a forecast made at ``now`` of a start at
         ``predicted`` (epoch seconds); the best estimate is the forecast itself, and the range
         is widened to hold it where it lies outside. None when the history cannot calibrate
         this horizon. (Moving the forecast into the range instead cost little on daily
         backtests but tripled the what-if answer's error on an HPC2N week, whose ranges rested
         on a few days: 20,024 s against 6,916 s.) ``upper``, if given, is where the range
-        should reach at least (``reach_toward``); the label then says so.
+        should reach at least (``reach_toward``); the label then says so. ``step``, the batch
+        system's planning grid (Slurm's ``bf_resolution``), is the finest a start can be
+        known: the range reaches at least half a step either side of the forecast (not
+        before ``now``), and the label says so where that widened it.
 
         >>> day = 86400
         >>> past = [Scored(d * day, d * day, d * day + d * 100, d * day, job=str(d)) for d in range(40)]
         >>> Calibration(past, 0.8).range(100 * day, 100 * day, upper=100 * day + 5000)
         (8640000, 8640000, 8645000, 'now, reaching toward the walltime forecast')
+        >>> sharp = [Scored(d * day, d * day + 900, d * day + 900 + d % 5, d * day, job=str(d)) for d in range(40)]
+        >>> Calibration(sharp, 0.8).range(100 * day, 100 * day + 900)
+        (8640900, 8640900, 8640904, '15 min-1 h')
+        >>> Calibration(sharp, 0.8).range(100 * day, 100 * day + 900, step=60)[1:]
+        (8640870, 8640930, "15 min-1 h, at least half the planning grid's 60 s step either side")
         """
         wait = max(0, predicted - now)
         band = self.band(bucket(wait))
@@ -337,7 +346,14 @@ class Calibration:
         label = band.label
         if upper is not None and upper > max(hi, predicted):
             hi, label = upper, f"{label}, reaching toward the walltime forecast"
-        return predicted, min(lo, predicted), max(hi, predicted), label
+        lo, hi = min(lo, predicted), max(hi, predicted)
+        # Slurm plans starts on its grid, and a job held to a step by the plan may start at
+        # the end before it: on the Slurm labs, ranges narrower than a step missed early
+        half = step // 2
+        if half and (lo > max(now, predicted - half) or hi < predicted + half):
+            lo, hi = min(lo, max(now, predicted - half)), max(hi, predicted + half)
+            label = f"{label}, at least half the planning grid's {step} s step either side"
+        return predicted, lo, hi, label
 
 
 def reach_toward(predicted: int, wall: int | None, reach: float) -> int | None:

@@ -117,7 +117,7 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
         if job.start is not None and not job.running:
             plain = walls.get(job.id)
             upper = reach_toward(snap.epoch + job.start, None if plain is None else snap.epoch + plain, knowledge.reach)
-            found = knowledge.calibration.range(snap.epoch, snap.epoch + job.start, upper)
+            found = knowledge.calibration.range(snap.epoch, snap.epoch + job.start, upper, config.resolution)
             if found is not None:
                 ranges[job.id] = found
     return Outlook(wall, learned, behaviour, knowledge, coverage, ranges)
