@@ -384,6 +384,20 @@ def test_a_backtest_with_nothing_to_compare_is_exit_2_naming_why(tmp_path):
     assert empty.exit_code == 2 and "no job waits at any snapshot time from 0 to 50" in empty.stderr
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_backtest_setting_refused_in_a_worker_process_is_exit_2_naming_it(tmp_path, processes):
+    """A bad --set is found where a snapshot is simulated: with -P 2 in a worker process, whose
+    error did not survive the way back (unpickling it failed and broke the process pool: an
+    "internal error"). Either way: exit 2 with the one line naming the key and value."""
+    waited = tmp_path / "waited.swf"
+    waited.write_text("; MaxProcs: 16\n; MaxNodes: 16\n" + "".join(
+        f"{i} {i * 100} {300 if i % 2 else 0} 500 16 -1 -1 16 900 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 40)))
+    done = cli("backtest", str(waited), "--every", "600", "-P", processes, "--set", "scheduling_algorithm=ListScheduling")
+    assert done.exit_code == 2, done.stderr
+    assert "scheduling_algorithm='ListScheduling': must be FCFS, List or Backfilling" in done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr and done.stdout == ""
+
+
 def test_backtest_on_dask_needs_the_extra():
     pytest.importorskip("dask.distributed", reason="the optional Dask extra is not installed")
     from dask.distributed import Client, LocalCluster

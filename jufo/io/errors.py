@@ -39,6 +39,24 @@ class InputError(Exception):
     def __init__(self, obj: str, key: str | None, value: str | None, reason: str) -> None:
         super().__init__(f"{describe(obj, key, value)}: {reason}")
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its class and message, so that a backtest's worker process (or a Dask
+        worker) hands it to the command whole: unpickling called ``__init__`` with the
+        message alone, which broke the process pool into an internal error instead."""
+        return _rebuilt, (type(self), str(self))
+
+
+def _rebuilt(cls: type[InputError], message: str) -> InputError:
+    """An InputError (or subclass) with ``message``, as ``InputError.__reduce__`` pickled it.
+
+    >>> import pickle
+    >>> str(pickle.loads(pickle.dumps(InputError("sched", "maxtopdogs", "x", "not a count"))))
+    "sched: maxtopdogs='x': not a count"
+    """
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    return err
+
 
 @dataclass
 class Report:
