@@ -3,7 +3,9 @@ safe files, no peeking, determinism, and better forecasts on a real trace."""
 
 import gzip
 import json
+import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -388,14 +390,18 @@ def test_a_backtest_with_nothing_to_compare_is_exit_2_naming_why(tmp_path):
 def test_a_backtest_setting_refused_in_a_worker_process_is_exit_2_naming_it(tmp_path, processes):
     """A bad --set is found where a snapshot is simulated: with -P 2 in a worker process, whose
     error did not survive the way back (unpickling it failed and broke the process pool: an
-    "internal error"). Either way: exit 2 with the one line naming the key and value."""
+    "internal error"), and the other worker, stopped while busy, printed a traceback. Either
+    way: exit 2 with the one line naming the key and value, and nothing else."""
     waited = tmp_path / "waited.swf"
     waited.write_text("; MaxProcs: 16\n; MaxNodes: 16\n" + "".join(
         f"{i} {i * 100} {300 if i % 2 else 0} 500 16 -1 -1 16 900 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 40)))
-    done = cli("backtest", str(waited), "--every", "600", "-P", processes, "--set", "scheduling_algorithm=ListScheduling")
-    assert done.exit_code == 2, done.stderr
-    assert "scheduling_algorithm='ListScheduling': must be FCFS, List or Backfilling" in done.stderr
-    assert "internal error" not in done.stderr and "Traceback" not in done.stderr and done.stdout == ""
+    for setting in ("scheduling_algorithm=ListScheduling", "node_sharing=maybe"):
+        done = subprocess.run([sys.executable, "-m", "jufo", "backtest", str(waited), "--every", "600", "-P", processes,
+                               "--set", setting], capture_output=True, text=True, timeout=120)
+        key, value = setting.split("=")
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"jufo: error: scheduler sched: {key}='{value}': must be ")
+        assert done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
 
 
 def test_backtest_on_dask_needs_the_extra():
@@ -459,6 +465,19 @@ def test_backtest_timeout_stops_the_worker_processes(tmp_path):
     assert done.returncode == 124 and "passed its --timeout" in done.stderr, done.stderr[-300:]
     assert time.perf_counter() - began < 20
     assert done.stdout == ""
+
+
+def test_ctrl_c_stops_a_backtest_and_its_worker_processes_with_one_line():
+    """Ctrl-C reaches the whole process group: the command stops its workers and says so in one
+    line (exit 130); the workers leave it to the command instead of each printing a traceback."""
+    if not KTH.exists():
+        pytest.skip("../shared/traces is not beside the project")
+    running = subprocess.Popen([sys.executable, "-m", "jufo", "backtest", str(KTH), "--every", "3600", "-P", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(2.5)
+    os.killpg(running.pid, signal.SIGINT)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 130 and err.strip() == "jufo: interrupted; no output written" and out == "", err
 
 
 @needs_traces

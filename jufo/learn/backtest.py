@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import signal
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -303,6 +304,14 @@ def snapshot_times(trace, when: tuple[str, int | None, int | None, int] | None) 
     return submit_times(trace, start, stop) if kind == "submits" else times(trace, every, start, stop)
 
 
+def _quiet_worker() -> None:
+    """A worker process dies quietly when the command stops it (SIGTERM's default action) and
+    leaves Ctrl-C to the command: with the handlers it inherited, each busy worker printed a
+    traceback under the command's one-line error."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> list[list[Raw]]:
     """Phase 1 for every snapshot, in ``ats`` order, on one process, ``workers`` processes
@@ -326,7 +335,7 @@ def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str |
             if progress:
                 progress(i + 1, len(ats))
         return out
-    pool = ProcessPoolExecutor(workers)
+    pool = ProcessPoolExecutor(workers, initializer=_quiet_worker)
     try:
         out = []
         for i, result in enumerate(pool.map(snapshot_forecasts, [settings] * len(ats), ats, chunksize=1)):
