@@ -1033,6 +1033,8 @@ def backtest(trace_path: str, every: int, start: int | None, stop: int | None, c
             import dask.distributed  # noqa: F401
         except ImportError:
             raise click.UsageError("--dask needs the optional Dask extra: .venv/bin/pip install -e '.[dask]' in jufo's folder") from None
+    if start is not None and stop is not None and start >= stop:
+        raise click.BadParameter(f"{start} is not before --to {stop}", param_hint="--from")
     settings = {**preset_settings(preset), **parse_overrides(overrides)}
     workers = min(workers, os.cpu_count() or 1)  # more processes than cores only cost memory
     run = bt.Settings(trace_path, nodes, cores, tuple(sorted(settings.items())), layout=_layout(machine_path))

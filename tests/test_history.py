@@ -384,6 +384,8 @@ def test_a_backtest_with_nothing_to_compare_is_exit_2_naming_why(tmp_path):
     assert cli("backtest", str(waited), "--every", "600").exit_code == 0
     empty = cli("backtest", str(waited), "--from", "0", "--to", "50")
     assert empty.exit_code == 2 and "no job waits at any snapshot time from 0 to 50" in empty.stderr
+    backwards = cli("backtest", str(waited), "--from", "5000", "--to", "100")
+    assert backwards.exit_code == 2 and "Invalid value for --from: 5000 is not before --to 100" in backwards.stderr
 
 
 @pytest.mark.parametrize("processes", ["1", "2"])
