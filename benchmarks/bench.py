@@ -47,6 +47,7 @@ class Shape:
     per_user: int | None = None  # the first queue's ``maxjobsperuser``
     plan: str = "simulate"  # ``slurm``: the walltime-only forecast is Slurm's backfill plan (``bf_resolution`` 60 s)
     replan: str = "no"  # ``yes``: reservations made anew at every early end, as Slurm's backfill (``jufo slurm config``)
+    formula: str | None = None  # ``system_sysprio``; one with AGE reorders the queue at every event
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -70,6 +71,7 @@ def generate(shape: Shape) -> bytes:
             "topdogs_per_queue": shape.topdogs_per_queue,
             **({"plan": shape.plan, "resolution": "60"} if shape.plan != "simulate" else {}),
             **({"replan": shape.replan} if shape.replan != "no" else {}),
+            **({"system_sysprio": shape.formula} if shape.formula else {}),
         }),
     ]
     names = [f"q{q}" for q in range(shape.queues)]
@@ -126,6 +128,7 @@ def generate(shape: Shape) -> bytes:
 TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "traces")
 KTH = os.path.join(TRACES, "KTH-SP2-1996-2-filtered-sc15.swf.gz")
 
+AGE_FORMULA = "1000 * min(AGE, 604800) / 604800 + 1000 * (nummachines / 3290 + totalcores / 26320) / 2"
 CASES: dict[str, Shape] = {
     "juropa": Shape(),
     "juropa-conservative": Shape(maxtopdogs="all"),
@@ -139,6 +142,12 @@ CASES: dict[str, Shape] = {
     # as jufo slurm config sets it: with --history every job ends at its learned run time and
     # each early end makes the reservations anew (the learned simulation keeps at most 20)
     "juropa-slurm-replan": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no", replan="yes"),
+    # Slurm's multifactor priority as jufo slurm config writes it (age over PriorityMaxAge's
+    # default 7 days, job size): the order changes with time, so the queue is ordered anew at
+    # every event; with EASY, and as jufo slurm config sets the rest
+    "juropa-age": Shape(formula=AGE_FORMULA),
+    "juropa-slurm-age": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no", replan="yes",
+                              formula=AGE_FORMULA),
     **{f"growth-{n}": Shape(jobs=n, nodes=max(3290, n * 2)) for n in (1600, 3200, 6400, 12800)},
     # conservative on JUROPA's nodes where every job ends after 30 minutes: node-set
     # compression at every end, which grows much faster than the jobs (see the README)

@@ -5,7 +5,10 @@ of any job, and the documented ones even when no job has them), ``DATEkey`` (tha
 in seconds since the Unix epoch, e.g. ``DATEqueuedate``), ``AGE`` (seconds since the job's
 queue date at the simulated time) and ``NOW`` (the simulated time, epoch seconds). Only
 numbers, + - * / // % **, parentheses and the calls min, max, abs, log, sqrt are allowed.
-The formula is checked with Python's ``ast`` before anything runs, then evaluated by asteval.
+The formula is checked with Python's ``ast`` before anything runs, then compiled into nested
+closures over the checked tree (``_compile``), which compute what asteval computed, to the bit
+(a test compares them), in 1.0 µs instead of 8.5 µs for Slurm's age-and-size formula; no code
+of the input's is ever run.
 A job lacking a key gets 0 for it. Higher value = higher priority; ties go to the earlier
 queue date, then to document order.
 """
@@ -13,8 +16,9 @@ queue date, then to document order.
 from __future__ import annotations
 
 import ast
-import io
 import math
+import numbers
+import operator
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -81,21 +85,20 @@ class Formula:
         if isinstance(body, ast.UnaryOp) and isinstance(body.op, (ast.USub, ast.UAdd)):
             body, sign = body.operand, (-1.0 if isinstance(body.op, ast.USub) else 1.0)
         self._single = (sign, body.id) if isinstance(body, ast.Name) and body.id not in CALLS else None
-        if self._single is not None:  # nothing to overflow, and asteval (with numpy) is not imported
+        if self._single is not None:  # nothing to overflow
             return
         # evaluated in floats: an intermediate value beyond ~1e308 overflows at once instead of
         # growing a big integer for minutes; one that overflows with every name at 1 is refused
-        floats = ast.unparse(_FloatConstants().visit(tree))
-        from asteval import Interpreter  # here: importing asteval (and numpy) costs ~0.15 s
-
-        self._interp = Interpreter(minimal=True, use_numpy=False, writer=io.StringIO(), err_writer=io.StringIO())
-        module = self._interp.parse(floats)
-        self._code = module.body[0].value  # the expression itself: two interpreter levels fewer
-        probe = self._interp
-        probe.symtable.update(CALLS)
-        probe.symtable.update({name: 1.0 for name in self.names})
-        result = probe(floats)
-        if any(e.exc is OverflowError for e in probe.error) or (isinstance(result, float) and math.isinf(result)):
+        self.floats = ast.unparse(_FloatConstants().visit(tree))  # what asteval would evaluate
+        self._tree = ast.parse(self.floats, mode="eval").body
+        self._code = _compile(self._tree)
+        try:
+            result = self._code({name: 1.0 for name in self.names})
+        except OverflowError:
+            result = math.inf
+        except Exception:  # noqa: BLE001 - any other failure is a job's (NaN), not the formula's
+            result = None
+        if isinstance(result, float) and math.isinf(result):
             raise FormulaError("overflows (a value beyond 1e308) even with every name at 1")
 
     def _check(self, node: ast.AST) -> None:
@@ -116,19 +119,142 @@ class Formula:
         raise FormulaError(f"{type(node).__name__} is not allowed (only arithmetic over job keys)")
 
     def evaluate(self, values: dict[str, float]) -> float:
-        """Value for one job's ``values``; NaN if the arithmetic fails (e.g. division by zero).
-        A formula of one key is read directly (10x faster than the interpreter)."""
+        """Value for one job's ``values``; NaN if the arithmetic fails (e.g. division by zero)
+        or does not give a real number. A formula of one key is read directly."""
         if self._single is not None:
             sign, name = self._single
             return sign * float(values[name])
-        table = self._interp.symtable
-        table.update(CALLS)
-        table.update(values)
-        self._interp.error = []
-        result = self._interp.run(self._code, with_raise=False)
-        if self._interp.error or not isinstance(result, (int, float)):
+        try:
+            result = self._code(values)
+        except Exception:  # noqa: BLE001 - ZeroDivisionError, OverflowError, a log of 0, ...: no value
             return math.nan
-        return float(result)
+        return _real(result)
+
+    def at_times(self, values: dict[str, float]) -> Callable[[dict[str, float]], float]:
+        """The formula for one job: every part that names neither AGE nor NOW evaluated once
+        with the job's ``values``; the result takes ``{"AGE": ..., "NOW": ...}`` and gives
+        what ``evaluate`` gives for all the values together. A time-dependent formula orders
+        the queue anew at every event: evaluating the rest once per job, not every time,
+        is what keeps Slurm's age factor cheap.
+
+        >>> f = Formula("1000 * min(AGE, 3600) / 3600 + totalcores / 2", [])
+        >>> at = f.at_times({"totalcores": 8.0})
+        >>> at({"AGE": 1800.0}), f.evaluate({"AGE": 1800.0, "totalcores": 8.0})
+        (504.0, 504.0)
+        >>> Formula("AGE / totalcores", []).at_times({"totalcores": 0.0})({"AGE": 5.0})
+        nan
+        """
+        if self._single is not None:
+            sign, name = self._single
+            if name in TIME_NAMES:
+                return lambda env: sign * float(env[name])
+            fixed = sign * float(values[name])
+            return lambda env: fixed
+        try:
+            fixed, code = _partial(self._tree, values)
+        except Exception:  # noqa: BLE001 - a part without time fails for this job: no value ever
+            return lambda env: math.nan
+        if fixed:
+            value = _real(code)
+            return lambda env: value
+
+        def run(env: dict[str, float]) -> float:
+            try:
+                return _real(code(env))
+            except Exception:  # noqa: BLE001 - as in evaluate
+                return math.nan
+        return run
+
+
+def _real(result: Any) -> float:
+    """A formula's value as a float; NaN where it is not a real number (a complex one: a
+    negative base's root)."""
+    return float(result) if isinstance(result, (int, float)) else math.nan
+
+
+MAX_EXPONENT = 10_000  # as asteval's safe_pow: a larger exponent is an error (NaN)
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    """``base ** exponent``, refusing what asteval's ``safe_pow`` refuses."""
+    if isinstance(exponent, numbers.Number) and exponent > MAX_EXPONENT:
+        raise ValueError(f"exponent beyond {MAX_EXPONENT}")
+    return base ** exponent
+
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _power}
+
+
+def _compile(node: ast.AST) -> Callable[[dict[str, float]], Any]:
+    """A checked formula's tree (``Formula._check`` allowed every node) as nested closures
+    over the names' values: Python's own float arithmetic, in the tree's order, as asteval
+    evaluates it, without an interpreter walking the tree at every call. Recursion is bounded
+    by the check's depth limit.
+
+    >>> _compile(ast.parse("max(2.0 * x, 1.0) - -y", mode="eval").body)({"x": 3.0, "y": 1.0})
+    7.0
+    """
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return lambda env: value
+    if isinstance(node, ast.Name):
+        name = node.id
+        return lambda env: env[name]
+    if isinstance(node, ast.UnaryOp):
+        operand = _compile(node.operand)
+        if isinstance(node.op, ast.USub):
+            return lambda env: -operand(env)
+        return lambda env: +operand(env)
+    if isinstance(node, ast.BinOp):
+        op, left, right = _BINARY[type(node.op)], _compile(node.left), _compile(node.right)
+        return lambda env: op(left(env), right(env))
+    if isinstance(node, ast.Call):
+        function, args = CALLS[node.func.id], [_compile(arg) for arg in node.args]
+        if len(args) == 1:
+            only = args[0]
+            return lambda env: function(only(env))
+        return lambda env: function(*[arg(env) for arg in args])
+    raise FormulaError(f"{type(node).__name__} is not allowed (only arithmetic over job keys)")
+
+
+def _partial(node: ast.AST, values: dict[str, float]) -> tuple[bool, Any]:
+    """``(True, value)`` for a part of a checked formula that names neither AGE nor NOW,
+    evaluated with ``values`` (raising as the whole would); else ``(False, closure)`` over the
+    time values, its fixed parts held as their values. Same operations in the same order as
+    ``_compile``: the same floats."""
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, ast.Name):
+        if node.id in TIME_NAMES:
+            name = node.id
+            return False, lambda env: env[name]
+        return True, values[node.id]
+    if isinstance(node, ast.UnaryOp):
+        fixed, operand = _partial(node.operand, values)
+        negate = isinstance(node.op, ast.USub)
+        if fixed:
+            return True, (-operand if negate else +operand)
+        return False, (lambda env: -operand(env)) if negate else (lambda env: +operand(env))
+    if isinstance(node, ast.BinOp):
+        op = _BINARY[type(node.op)]
+        (fixed_left, left), (fixed_right, right) = _partial(node.left, values), _partial(node.right, values)
+        if fixed_left and fixed_right:
+            return True, op(left, right)
+        if fixed_left:
+            return False, lambda env: op(left, right(env))
+        if fixed_right:
+            return False, lambda env: op(left(env), right)
+        return False, lambda env: op(left(env), right(env))
+    if isinstance(node, ast.Call):
+        function = CALLS[node.func.id]
+        parts = [_partial(arg, values) for arg in node.args]
+        if all(fixed for fixed, _ in parts):
+            return True, function(*[value for _, value in parts])
+        getters = [(lambda env, v=value: v) if fixed else value for fixed, value in parts]
+        return False, lambda env: function(*[get(env) for get in getters])
+    raise FormulaError(f"{type(node).__name__} is not allowed (only arithmetic over job keys)")
 
 
 MAX_FORMULA_CHARS = 4000
@@ -191,6 +317,7 @@ class JobSorter:
         self.epoch = epoch
         self.report = report
         self._warned: set[str] = set()
+        self._at: dict[Job, Callable[[dict[str, float]], float]] = {}  # per job: Formula.at_times
 
     @property
     def static(self) -> bool:
@@ -205,24 +332,51 @@ class JobSorter:
         return (-self.priority(job, now), job.queued, job.index)
 
     def priority(self, job: Job, now: int) -> float:
+        """The formula's value for ``job`` at ``now``; -inf (with a warning) where it has none.
+        A time-dependent formula is made ready for each job once (``Formula.at_times``): the
+        job's keys do not change while it waits."""
+        if self.formula.time_dependent:
+            code = self._at.get(job)
+            if code is None:
+                code = self._at[job] = self.formula.at_times(self._values(job))
+            value = code({"AGE": float(now - job.queued), "NOW": float(self.epoch + now)})
+        else:
+            value = self.formula.evaluate(self._values(job))
+        return self._lowest(job) if math.isnan(value) else value
+
+    def keys(self, jobs: list[Job], now: int) -> list[tuple]:
+        """``key`` of each of ``jobs`` at ``now``, in one loop: a time-dependent formula orders
+        the whole queue at every event, and calls per job were most of that.  O(k)."""
+        if self.static:
+            return [self.key(job, now) for job in jobs]
+        at, ready, values, lowest = self._at, self.formula.at_times, self._values, self._lowest
+        clock = float(self.epoch + now)
+        out = []
+        for job in jobs:
+            code = at.get(job)
+            if code is None:
+                code = at[job] = ready(values(job))
+            value = code({"AGE": float(now - job.queued), "NOW": clock})
+            out.append((-(lowest(job) if value != value else value), job.queued, job.index))  # NaN != NaN
+        return out
+
+    def _lowest(self, job: Job) -> float:
+        """The priority of a job the formula gives no value: the lowest, said once per job."""
+        if job.id not in self._warned:
+            self._warned.add(job.id)
+            self.report.warn(job.label, "system_sysprio", self.formula.text,
+                             "cannot be evaluated for this job; it gets the lowest priority")
+        return -math.inf
+
+    def _values(self, job: Job) -> dict[str, float]:
+        """The job's values of the formula's names other than AGE and NOW."""
         values: dict[str, float] = {}
-        for name in self.formula.names:
-            if name == "AGE":
-                values[name] = float(now - job.queued)
-            elif name == "NOW":
-                values[name] = float(self.epoch + now)
-            elif name.startswith("DATE") and (name[4:] in job.data or name == "DATEqueuedate"):
+        for name in sorted(self.formula.names - TIME_NAMES):  # sorted: warnings in one order
+            if name.startswith("DATE") and (name[4:] in job.data or name == "DATEqueuedate"):
                 values[name] = self._date(job, name[4:])
             else:
                 values[name] = self._number(job, name)
-        value = self.formula.evaluate(values)
-        if math.isnan(value):
-            if job.id not in self._warned:
-                self._warned.add(job.id)
-                self.report.warn(job.label, "system_sysprio", self.formula.text,
-                                 "cannot be evaluated for this job; it gets the lowest priority")
-            return -math.inf
-        return value
+        return values
 
     def _number(self, job: Job, key: str) -> float:
         raw = job.data.get(key)
@@ -243,6 +397,12 @@ class JobSorter:
             return float(parse_date(job.data[key])[0])
         except ValueError:
             return 0.0
+
+
+def _by_keys(jobs: list[Job], keys: list[tuple]) -> list[Job]:
+    """``jobs`` sorted by their ``keys``, equal keys in their present order (as a stable
+    ``list.sort``; jobs themselves are never compared).  O(k log k)."""
+    return [jobs[i] for _, i in sorted(zip(keys, range(len(jobs))))]
 
 
 class WaitingQueue:
@@ -390,12 +550,15 @@ class WaitingQueue:
 
     def sort(self, jobs, now: int) -> list[Job]:
         """Queued ``jobs`` in priority order at ``now`` (static: by the key each carries).  O(k log k)."""
-        return sorted(jobs, key=self._key if self.static else lambda j: self.sorter.key(j, now))
+        if self.static:
+            return sorted(jobs, key=self._key)
+        jobs = list(jobs)
+        return _by_keys(jobs, self.sorter.keys(jobs, now))
 
     def ordered(self, now: int) -> list[Job]:
         """All waiting jobs in priority order at ``now`` (a copy).  O(n), or O(n log n) re-sorted."""
         if not self.static:
-            self._jobs.sort(key=lambda j: self.sorter.key(j, now))
+            self._jobs = _by_keys(self._jobs, self.sorter.keys(self._jobs, now))
         return list(self._jobs)
 
     def walk(self, due: list[Job], bound: int, skip, small_only: bool) -> Walk:
