@@ -401,6 +401,100 @@ def bench_floor(repeat: int) -> dict:
     return {"case": "kth-floor", "jufo_s": round(j, 3), "floor_s": round(f, 3), "ratio": round(j / f, 1)}
 
 
+SLURM_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "tests", "data", "slurm", "mixed", "config.txt")  # a real Slurm 22.05's (the mixed lab)
+SLURM_SITE = {"slurm-site": (3000, 2000), "slurm-site-10k": (10_000, 8000)}  # nodes, jobs
+
+
+def slurm_outputs(folder: str, nodes: int, jobs: int, seed: int = 1) -> None:
+    """What ``scontrol show job/node/partition/reservation/config`` print on a Slurm site of
+    ``nodes`` 128-core nodes in one exclusive partition, with ``jobs`` jobs (some running on
+    contiguous node ranges until 95 % of the nodes are taken, the rest pending): the files
+    ``jufo slurm snapshot --from`` reads. The configuration is the mixed lab's (backfill,
+    multifactor priority with an age factor)."""
+    import shutil
+    from datetime import datetime, timedelta
+
+    rng = random.Random(seed)
+    now = datetime(2026, 11, 25, 15, 26, 1)
+
+    def stamp(d: datetime) -> str:
+        return d.strftime("%Y-%m-%dT%H:%M:%S")
+
+    width = len(str(nodes))
+
+    def span(a: int, b: int) -> str:
+        return f"n{a:0{width}d}" if a == b else f"n[{a:0{width}d}-{b:0{width}d}]"
+
+    shutil.copy(SLURM_CONFIG, os.path.join(folder, "config.txt"))
+    lines, busy, free = [], set(), 1
+    rest = ("ReqB:S:C:T=0:0:*:* Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 "
+            "MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 OverSubscribe=NO Contiguous=0 Licenses=(null) "
+            "Network=(null) Command=/home/u/job.sh WorkDir=/home/u StdErr=/home/u/o StdIn=/dev/null StdOut=/home/u/o Power=")
+    for j in range(1, jobs + 1):
+        size = min(nodes // 4, 2 ** rng.randint(0, 7) if rng.random() < 0.7 else rng.randint(1, 300))
+        limit = rng.choice([30, 60, 120, 360, 720, 1440])
+        user = rng.randint(1, 400)
+        submit = now - timedelta(seconds=rng.randint(60, 3 * 86400))
+        head = (f"JobId={j} JobName=job{j} UserId=user{user:03d}({1000 + user}) GroupId=grp(100) MCS_label=N/A "
+                f"Priority={rng.randint(1000, 100000)} Nice=0 Account=acct{rng.randint(1, 30)} QOS=normal ")
+        common = ("Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 DerivedExitCode=0:0 "
+                  f"TimeLimit={limit // 60:02d}:{limit % 60:02d}:00 TimeMin=N/A ")
+        sized = f"NumNodes={size} NumCPUs={size * 128} NumTasks={size} CPUs/Task=1 TRES=cpu={size * 128},node={size} "
+        if free + size - 1 <= int(nodes * 0.95) and rng.random() < 0.4:
+            a, b = free, free + size - 1
+            free = b + 1
+            busy.update(range(a, b + 1))
+            ran = rng.randint(1, limit * 60 - 1)
+            start = now - timedelta(seconds=ran)
+            submit = min(submit, start)
+            lines.append(head + "JobState=RUNNING Reason=None Dependency=(null) " + common
+                         + f"RunTime={ran // 3600:02d}:{ran // 60 % 60:02d}:{ran % 60:02d} SubmitTime={stamp(submit)} "
+                         f"EligibleTime={stamp(submit)} AccrueTime={stamp(submit)} StartTime={stamp(start)} "
+                         f"EndTime={stamp(start + timedelta(minutes=limit))} Deadline=N/A Partition=batch "
+                         f"NodeList={span(a, b)} BatchHost=n{a:0{width}d} " + sized
+                         + f"Nodes={span(a, b)} CPU_IDs=0-127 Mem=0 GRES= " + rest)
+        else:
+            lines.append(head + f"JobState=PENDING Reason={'Priority' if j % 3 else 'Resources'} Dependency=(null) "
+                         + common + f"RunTime=00:00:00 SubmitTime={stamp(submit)} EligibleTime={stamp(submit)} "
+                         f"AccrueTime={stamp(submit)} StartTime=Unknown EndTime=Unknown Deadline=N/A Partition=batch "
+                         "NodeList= " + sized + rest)
+    with open(os.path.join(folder, "job.txt"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    with open(os.path.join(folder, "node.txt"), "w") as fh:
+        for i in range(1, nodes + 1):
+            state, used = ("ALLOCATED", 128) if i in busy else ("IDLE", 0)
+            fh.write(f"NodeName=n{i:0{width}d} Arch=x86_64 CoresPerSocket=64 CPUAlloc={used} CPUEfctv=128 CPUTot=128 "
+                     f"NodeAddr=n{i:0{width}d} Version=22.05.8 RealMemory=256000 Sockets=2 Boards=1 State={state} "
+                     "ThreadsPerCore=1 Weight=1 Partitions=batch CfgTRES=cpu=128,mem=250G\n")
+    with open(os.path.join(folder, "partition.txt"), "w") as fh:
+        fh.write(f"PartitionName=batch AllowGroups=ALL Default=YES DefaultTime=NONE MaxNodes=UNLIMITED MaxTime=1-00:00:00 "
+                 f"Nodes={span(1, nodes)} PriorityJobFactor=1 PriorityTier=1 OverSubscribe=EXCLUSIVE OverTimeLimit=NONE "
+                 f"State=UP TotalCPUs={nodes * 128} TotalNodes={nodes}\n")
+    with open(os.path.join(folder, "reservation.txt"), "w") as fh:
+        fh.write("No reservations in the system\n")
+
+
+def bench_slurm_site(name: str, repeat: int) -> dict:
+    """A Slurm site's forecast from its ``scontrol`` outputs (``slurm_outputs``): ``jufo slurm
+    snapshot --from``, then ``jufo predict`` with what ``jufo slurm config`` reads (Slurm's
+    backfill plan, multifactor priority with its age factor)."""
+    nodes, jobs = SLURM_SITE[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        slurm_outputs(tmp, nodes, jobs)
+        snap, site, out = (os.path.join(tmp, n) for n in ("snap.xml", "site.xml", "out.xml"))
+        subprocess.run([sys.executable, "-m", "jufo", "slurm", "config", "--from", tmp, "-o", site, "-q"], check=True)
+        read, forecast, peak = [], [], 0
+        for _ in range(repeat):
+            read.append(_time([sys.executable, "-m", "jufo", "slurm", "snapshot", "--from", tmp, "-o", snap])[0])
+            seconds, rss = _time([sys.executable, "-m", "jufo", "predict", snap, "--config", site, "-o", out, "-q"])
+            forecast.append(seconds)
+            peak = max(peak, rss)
+        pending = sum(1 for line in open(os.path.join(tmp, "job.txt")) if "JobState=PENDING" in line)
+    return {"case": name, "nodes": nodes, "jobs": jobs, "pending": pending, "snapshot_s": round(statistics.median(read), 3),
+            "jufo_s": round(statistics.median(forecast), 3), "peak_mib": round(peak / 1024)}
+
+
 def bench_whatif(repeat: int) -> dict:
     """``jufo whatif`` on the JUROPA-size snapshot: a 4-node, 1-hour candidate in every
     partition, against plain ``predict``; the figure is seconds per partition asked."""
@@ -422,6 +516,8 @@ def bench_whatif(repeat: int) -> dict:
 def bench(name: str, shape: Shape | None, repeat: int) -> dict:
     if name == "juropa-whatif":
         return bench_whatif(repeat)
+    if name in SLURM_SITE:
+        return bench_slurm_site(name, repeat)
     if name == "kth-replay":
         return bench_replay(repeat)
     if name == "kth-floor":
@@ -469,7 +565,7 @@ def growth_exponent(rows: list[dict]) -> float:
 
 ALL_CASES = [*CASES, "juropa-whatif", "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
              "juropa-slurm-replan-history",
-             "large-history", "juropa-sacct-backtest",
+             "large-history", "juropa-sacct-backtest", *SLURM_SITE,
              *TRACE_COMMANDS]
 
 
@@ -520,6 +616,10 @@ def main(argv: list[str] | None = None) -> None:
         elif name == "kth-predict":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  replay --exact {row['replay_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (the KTH trace as one snapshot)")
+        elif name in SLURM_SITE:
+            print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  slurm snapshot {row['snapshot_s']:6.3f} s  "
+                  f"peak {row['peak_mib']:6d} MiB  ({row['nodes']:,} nodes, {row['jobs']:,} jobs, "
+                  f"{row['pending']:,} pending)")
         elif name == "kth-replay":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  (whole trace, 28,481 jobs)  peak {row['peak_mib']:6d} MiB")
         else:
