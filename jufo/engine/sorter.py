@@ -189,45 +189,31 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 
 def _compile(node: ast.AST) -> Callable[[dict[str, float]], Any]:
     """A checked formula's tree (``Formula._check`` allowed every node) as nested closures
-    over the names' values: Python's own float arithmetic, in the tree's order, as asteval
-    evaluates it, without an interpreter walking the tree at every call. Recursion is bounded
-    by the check's depth limit.
+    over the names' values (``_partial`` with every name given at the call): Python's own
+    float arithmetic, in the tree's order, as asteval evaluates it, without an interpreter
+    walking the tree at every call. Recursion is bounded by the check's depth limit.
 
     >>> _compile(ast.parse("max(2.0 * x, 1.0) - -y", mode="eval").body)({"x": 3.0, "y": 1.0})
     7.0
     """
-    if isinstance(node, ast.Constant):
-        value = node.value
-        return lambda env: value
-    if isinstance(node, ast.Name):
-        name = node.id
-        return lambda env: env[name]
-    if isinstance(node, ast.UnaryOp):
-        operand = _compile(node.operand)
-        if isinstance(node.op, ast.USub):
-            return lambda env: -operand(env)
-        return lambda env: +operand(env)
-    if isinstance(node, ast.BinOp):
-        op, left, right = _BINARY[type(node.op)], _compile(node.left), _compile(node.right)
-        return lambda env: op(left(env), right(env))
-    if isinstance(node, ast.Call):
-        function, args = CALLS[node.func.id], [_compile(arg) for arg in node.args]
-        if len(args) == 1:
-            only = args[0]
-            return lambda env: function(only(env))
-        return lambda env: function(*[arg(env) for arg in args])
-    raise FormulaError(f"{type(node).__name__} is not allowed (only arithmetic over job keys)")
+    try:
+        fixed, code = _partial(node, None)
+    except Exception as err:  # noqa: BLE001 - a part of constants alone fails (1 / 0): so does every call
+        def failing(env: dict[str, float], err: Exception = err) -> Any:
+            raise err
+        return failing
+    return (lambda env: code) if fixed else code
 
 
-def _partial(node: ast.AST, values: dict[str, float]) -> tuple[bool, Any]:
-    """``(True, value)`` for a part of a checked formula that names neither AGE nor NOW,
-    evaluated with ``values`` (raising as the whole would); else ``(False, closure)`` over the
-    time values, its fixed parts held as their values. Same operations in the same order as
-    ``_compile``: the same floats."""
+def _partial(node: ast.AST, values: dict[str, float] | None) -> tuple[bool, Any]:
+    """``(True, value)`` for a part of a checked formula that names neither AGE nor NOW (with
+    ``values`` None: no name at all), evaluated with ``values`` (raising as the whole would);
+    else ``(False, closure)`` over the names' values at the call, its fixed parts held as
+    their values. The operations of the tree in its order: the floats asteval computed."""
     if isinstance(node, ast.Constant):
         return True, node.value
     if isinstance(node, ast.Name):
-        if node.id in TIME_NAMES:
+        if values is None or node.id in TIME_NAMES:
             name = node.id
             return False, lambda env: env[name]
         return True, values[node.id]
@@ -336,9 +322,7 @@ class JobSorter:
         A time-dependent formula is made ready for each job once (``Formula.at_times``): the
         job's keys do not change while it waits."""
         if self.formula.time_dependent:
-            code = self._at.get(job)
-            if code is None:
-                code = self._at[job] = self.formula.at_times(self._values(job))
+            code = self._at.get(job) or self._ready(job)
             value = code({"AGE": float(now - job.queued), "NOW": float(self.epoch + now)})
         else:
             value = self.formula.evaluate(self._values(job))
@@ -349,16 +333,19 @@ class JobSorter:
         the whole queue at every event, and calls per job were most of that.  O(k)."""
         if self.static:
             return [self.key(job, now) for job in jobs]
-        at, ready, values, lowest = self._at, self.formula.at_times, self._values, self._lowest
+        at, ready, lowest = self._at, self._ready, self._lowest
         clock = float(self.epoch + now)
         out = []
         for job in jobs:
-            code = at.get(job)
-            if code is None:
-                code = at[job] = ready(values(job))
+            code = at.get(job) or ready(job)
             value = code({"AGE": float(now - job.queued), "NOW": clock})
             out.append((-(lowest(job) if value != value else value), job.queued, job.index))  # NaN != NaN
         return out
+
+    def _ready(self, job: Job) -> Callable[[dict[str, float]], float]:
+        """``Formula.at_times`` for ``job``, made once and kept."""
+        code = self._at[job] = self.formula.at_times(self._values(job))
+        return code
 
     def _lowest(self, job: Job) -> float:
         """The priority of a job the formula gives no value: the lowest, said once per job."""
