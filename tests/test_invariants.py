@@ -360,3 +360,34 @@ def test_buckets_change_nothing(sharing, monkeypatch):
     monkeypatch.setattr(NodeState, "BUCKETED", 10**9)
     _, sliding = run(raw, settings)
     assert bucketed == sliding
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_slurm_sites_age_priority_orders_as_the_whole_formula_would(tmp_path, monkeypatch, seed):
+    """A Slurm site (``benchmarks.bench.slurm_outputs``: scontrol outputs, the mixed lab's
+    multifactor priority with its age factor) forecast as ``jufo slurm config`` sets it: each
+    job's formula made ready once with its fixed parts evaluated (``Formula.at_times``), the
+    queue's keys made in one loop, gives the output of evaluating the whole formula for every
+    job at every event, byte for byte."""
+    from click.testing import CliRunner
+
+    from benchmarks.bench import slurm_outputs
+    from jufo.cli import main
+    from jufo.engine.sorter import Formula
+
+    slurm_outputs(str(tmp_path), 300, 240, seed)
+    runner = CliRunner()
+    site, snap = tmp_path / "site.xml", tmp_path / "snap.xml"
+    assert runner.invoke(main, ["slurm", "config", "--from", str(tmp_path), "-o", str(site), "-q"]).exit_code == 0
+    assert runner.invoke(main, ["slurm", "snapshot", "--from", str(tmp_path), "-o", str(snap)]).exit_code == 0
+    assert "AGE" in site.read_text()
+
+    def forecast(name: str) -> bytes:
+        done = runner.invoke(main, ["predict", str(snap), "--config", str(site), "-o", str(tmp_path / name), "-q"])
+        assert done.exit_code == 0, done.output
+        return (tmp_path / name).read_bytes()
+
+    ours = forecast("ours.xml")
+    monkeypatch.setattr(Formula, "at_times", lambda self, values: lambda env: self.evaluate({**values, **env}))
+    whole = forecast("whole.xml")
+    assert ours == whole and ours.count(b'key="jufo_starttime"') > 100
