@@ -171,9 +171,10 @@ def test_backfill_limits_jufo_does_not_model_get_a_note_each():
 def test_multifactor_age_and_size_is_a_formula():
     cfg = config(PriorityType="priority/multifactor", PriorityWeightAge="1000", PriorityWeightJobSize="500",
                  PriorityMaxAge="01:00:00")
-    settings, _, _ = scontrol.site_settings(cfg, PARTS)
+    settings, _, notes = scontrol.site_settings(cfg, PARTS)
     assert settings["system_sysprio"] == ("1000 * min(AGE, 3600) / 3600 + "
                                           "500 * (numnodes / 8 + totalcores / 32) / 2")
+    assert any(n.startswith("PriorityCalcPeriod=00:05:00: Slurm recomputes the age factor") for n in notes)
     cfg["PriorityFavorSmall"] = "Yes"
     assert "500 * (1 - (numnodes" in scontrol.site_settings(cfg, PARTS)[0]["system_sysprio"]
 

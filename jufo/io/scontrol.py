@@ -566,6 +566,9 @@ def _multifactor(config: dict[str, str], partitions: list[dict[str, str]], notes
         except ValueError as err:
             raise InputError(source, "PriorityMaxAge", raw, str(err)) from None
         terms.append(f"{weights['Age']} * min(AGE, {max_age}) / {max_age}")
+        period = config.get("PriorityCalcPeriod", "00:05:00")
+        notes.append(f"PriorityCalcPeriod={period}: Slurm recomputes the age factor that often; jufo at every "
+                     "start and end, so jobs of close priority may change places earlier than in Slurm")
     if weights["JobSize"]:
         nodes = cpus = 0
         for k, part in enumerate(partitions):
