@@ -125,7 +125,8 @@ def generate(shape: Shape) -> bytes:
     return lml.build(objects)
 
 
-TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "traces")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the project folder
+TRACES = os.path.join(ROOT, "..", "shared", "traces")
 KTH = os.path.join(TRACES, "KTH-SP2-1996-2-filtered-sc15.swf.gz")
 
 AGE_FORMULA = "1000 * min(AGE, 604800) / 604800 + 1000 * (nummachines / 3290 + totalcores / 26320) / 2"
@@ -383,7 +384,7 @@ def bench_kth_predict(repeat: int) -> dict:
 
 # the floor for pure Python: the minimal count-based EASY simulator the tests check replay
 # against (in a checkout only), on the same trace with real run times as ``kth-easy-real``
-FLOOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "easy_reference.py")
+FLOOR = os.path.join(ROOT, "tests", "easy_reference.py")
 _FLOOR_RUN = ("import gzip, runpy, sys\n"
               "m = runpy.run_path(sys.argv[1])\n"
               "with gzip.open(sys.argv[2], 'rt') as fh:\n"
@@ -401,8 +402,7 @@ def bench_floor(repeat: int) -> dict:
     return {"case": "kth-floor", "jufo_s": round(j, 3), "floor_s": round(f, 3), "ratio": round(j / f, 1)}
 
 
-SLURM_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "tests", "data", "slurm", "mixed", "config.txt")  # a real Slurm 22.05's (the mixed lab)
+SLURM_CONFIG = os.path.join(ROOT, "tests", "data", "slurm", "mixed", "config.txt")  # a real Slurm 22.05's (the mixed lab)
 SLURM_SITE = {"slurm-site": (3000, 2000), "slurm-site-10k": (10_000, 8000)}  # nodes, jobs
 
 

@@ -369,22 +369,31 @@ def test_backtest_is_the_same_with_two_processes_and_beats_the_walltime_forecast
     assert figures["history"]["median_abs_error"] < figures["starts now"]["median_abs_error"]
 
 
+SMALL_SWF_HEADER = "; MaxProcs: 16\n; MaxNodes: 16\n"
+
+
+def small_waited_trace(tmp_path) -> str:
+    """39 whole-machine jobs of a 16-processor trace, every other one waiting 300 s: the
+    smallest trace a backtest can score."""
+    waited = tmp_path / "waited.swf"
+    waited.write_text(SMALL_SWF_HEADER + "".join(
+        f"{i} {i * 100} {300 if i % 2 else 0} 500 16 -1 -1 16 900 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 40)))
+    return str(waited)
+
+
 def test_a_backtest_with_nothing_to_compare_is_exit_2_naming_why(tmp_path):
     """A trace that records no waits (a synthetic workload: field 3 is -1) or a window where
     no job waits has no real start to judge a forecast by: exit 2 saying so, not an empty table."""
-    header = "; MaxProcs: 16\n; MaxNodes: 16\n"
     unknown = tmp_path / "model.swf"
-    unknown.write_text(header + "".join(f"{i} {i * 100} -1 500 4 -1 -1 4 900 -1 1 1 1 -1 1 -1 -1 -1\n"
-                                        for i in range(1, 40)))
+    unknown.write_text(SMALL_SWF_HEADER + "".join(f"{i} {i * 100} -1 500 4 -1 -1 4 900 -1 1 1 1 -1 1 -1 -1 -1\n"
+                                                  for i in range(1, 40)))
     done = cli("backtest", str(unknown))
     assert done.exit_code == 2 and "no job of its 39 waited" in done.stderr and "field 3" in done.stderr
-    waited = tmp_path / "waited.swf"
-    waited.write_text(header + "".join(f"{i} {i * 100} {300 if i % 2 else 0} 500 16 -1 -1 16 900 -1 1 1 1 -1 1 -1 -1 -1\n"
-                                       for i in range(1, 40)))
-    assert cli("backtest", str(waited), "--every", "600").exit_code == 0
-    empty = cli("backtest", str(waited), "--from", "0", "--to", "50")
+    waited = small_waited_trace(tmp_path)
+    assert cli("backtest", waited, "--every", "600").exit_code == 0
+    empty = cli("backtest", waited, "--from", "0", "--to", "50")
     assert empty.exit_code == 2 and "no job waits at any snapshot time from 0 to 50" in empty.stderr
-    backwards = cli("backtest", str(waited), "--from", "5000", "--to", "100")
+    backwards = cli("backtest", waited, "--from", "5000", "--to", "100")
     assert backwards.exit_code == 2 and "Invalid value for --from: 5000 is not before --to 100" in backwards.stderr
 
 
@@ -394,11 +403,9 @@ def test_a_backtest_setting_refused_in_a_worker_process_is_exit_2_naming_it(tmp_
     error did not survive the way back (unpickling it failed and broke the process pool: an
     "internal error"), and the other worker, stopped while busy, printed a traceback. Either
     way: exit 2 with the one line naming the key and value, and nothing else."""
-    waited = tmp_path / "waited.swf"
-    waited.write_text("; MaxProcs: 16\n; MaxNodes: 16\n" + "".join(
-        f"{i} {i * 100} {300 if i % 2 else 0} 500 16 -1 -1 16 900 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 40)))
+    waited = small_waited_trace(tmp_path)
     for setting in ("scheduling_algorithm=ListScheduling", "node_sharing=maybe"):
-        done = subprocess.run([sys.executable, "-m", "jufo", "backtest", str(waited), "--every", "600", "-P", processes,
+        done = subprocess.run([sys.executable, "-m", "jufo", "backtest", waited, "--every", "600", "-P", processes,
                                "--set", setting], capture_output=True, text=True, timeout=120)
         key, value = setting.split("=")
         assert done.returncode == 2, done.stderr
