@@ -26,6 +26,19 @@ def test_wall_in_clock_form(jufo):
     assert run.jobs["a"]["jufo_endtime"] == "01/10/12-12:01:30"
 
 
+def test_an_unlimited_wall_runs_the_queues_maxtime_or_a_year(jufo):
+    """LLview 2 passes Slurm's ``TimeLimit=UNLIMITED`` on as it is: Slurm's backfill plans such a
+    job with its partition's MaxTime, or a year where that is unlimited too. A running one holds
+    its node (it does not end at system_time), a waiting one gets a forecast."""
+    jobs = {"r": {**running(4, 0, wall=100), "wall": "UNLIMITED", "dispatchdate": "01/10/12-12:00:00"},
+            "q": waiting(4, "UNLIMITED", queue="short"), "w": waiting(4, "UNLIMITED")}
+    run = jufo(snapshot(jobs, nodes={"n1": 4, "n2": 4}, queues={"short": {"maxtime": "3600"}}))
+    assert run.exit_code == 0
+    assert run.jobs["r"]["jufo_endtime"] == "01/09/13-12:00:00"  # started at T0: 365 days later (2012 is leap)
+    assert (run.start("q"), run.jobs["q"]["jufo_endtime"]) == (0, "01/10/12-13:00:00")  # the queue's MaxTime
+    assert run.start("w") == 3600  # after q, on n2: n1 is held for a year
+
+
 def test_size_spellings(jufo):
     """Counts read as plain digits, padded, or ``4.000`` alike; zero, negative or words make the
     job BadInput naming the key and value; a wall of 0 s is allowed (it ends at once)."""

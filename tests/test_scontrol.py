@@ -113,7 +113,7 @@ def test_bad_durations_are_refused(text):
 
 def test_backfill_cons_tres_basic():
     settings, queues, notes = scontrol.site_settings(config(), PARTS)
-    assert settings == {"system_state": "NodeState", "scheduling_algorithm": "Backfilling", "maxtopdogs": "300",
+    assert settings == {"system_state": "NodeState", "reservation_binding": "named", "scheduling_algorithm": "Backfilling", "maxtopdogs": "300",
                         "plan": "slurm", "replan": "yes", "plan_window": str(2880 * 60), "resolution": "60",
                         "node_sharing": "yes",
                         "system_sysprio": "-DATEqueuedate", "exclusive_queues": "batch"}
@@ -418,3 +418,81 @@ def test_snapshot_reads_sdiag_per_node_cores_and_node_ranges(tmp_path):
     (cap / "sdiag.txt").write_text("sdiag: error: access denied\n")  # no pass time: none written
     assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
     assert "plan_time" not in lml.read(str(snap)).of_type("scheduler")[0].data
+
+
+# --- what production sites show and the lab does not (tests/data/slurm/production) -----------
+
+PRODUCTION = ROOT / "tests" / "data" / "slurm" / "production"
+
+
+@pytest.fixture(scope="module")
+def production(tmp_path_factory):
+    """The production-like capture, snapshotted and predicted with jufo's Slurm settings."""
+    folder = tmp_path_factory.mktemp("production")
+    raw, out = folder / "raw.xml", folder / "out.xml"
+    done = run("slurm", "snapshot", "--from", str(PRODUCTION), "-o", str(raw))
+    assert done.exit_code == 0, done.output
+    done = run("predict", str(raw), "-o", str(out), "-q")
+    assert done.exit_code == 0, done.output
+    return raw, {o.data["step"]: o.data for o in lml.read(str(out)).of_type("job")}
+
+
+def _when(text: str) -> int:
+    return parse_date(text)[0]
+
+
+MAINT = (_when("2026-11-25 17:00:00"), _when("2026-11-25 19:00:00"))
+
+
+def test_a_job_pending_in_two_partitions_is_planned_in_one_that_holds_it(production):
+    _, jobs = production
+    gpu = jobs["101"]  # Partition=gpu,gpu-long: 4 GPUs; gpu-long (PriorityTier 2) goes first
+    assert "jufo_reason" not in gpu or not gpu["jufo_reason"].startswith("ExceedsSystem"), gpu.get("jufo_reason")
+    assert gpu["queue"] == "gpu,gpu-long"  # written back as Slurm gave it
+    assert gpu["jufo_nodelist"].startswith(("(g003", "(g004"))  # a node of gpu-long
+
+
+def test_an_unlimited_time_limit_is_planned_with_the_partitions_maxtime(production):
+    raw, jobs = production
+    data = {o.data["step"]: o.data for o in lml.read(str(raw)).of_type("job")}
+    assert data["106"]["wall"] == "UNLIMITED"  # as LLview 2 passes it on
+    job = jobs["106"]  # partition cpu: MaxTime 1 day, which does not fit before the maintenance
+    assert _when(job["jufo_endtime"]) - _when(job["jufo_starttime"]) == 86400
+    assert _when(job["jufo_starttime"]) >= MAINT[1]
+
+
+def test_a_slurm_reservation_holds_only_the_jobs_that_ask_for_it(production):
+    _, jobs = production
+    inside = jobs["114"]  # Reservation=maint
+    assert MAINT[0] <= _when(inside["jufo_starttime"]) and _when(inside["jufo_endtime"]) <= MAINT[1]
+    # the partition's other jobs are not bound to it (PartitionName=cpu says where it is, not who
+    # may use it): they run before it begins
+    for step in ("109", "110"):
+        assert _when(jobs[step]["jufo_endtime"]) <= MAINT[0], step
+
+
+def test_listed_binding_is_the_generic_lmls_and_can_be_chosen(production, tmp_path):
+    raw, _ = production
+    out = tmp_path / "out.xml"
+    assert run("predict", str(raw), "-o", str(out), "-q", "--set", "reservation_binding=listed").exit_code == 0
+    jobs = {o.data["step"]: o.data for o in lml.read(str(out)).of_type("job")}
+    assert _when(jobs["110"]["jufo_starttime"]) >= MAINT[0]  # bound by its queue: only inside
+    bad = run("predict", str(raw), "-o", str(tmp_path / "x.xml"), "-q", "--set", "reservation_binding=some")
+    assert bad.exit_code == 2 and "reservation_binding" in bad.output and not (tmp_path / "x.xml").exists()
+
+
+def test_a_het_jobs_components_in_two_partitions_start_together(production):
+    _, jobs = production
+    cpu, gpu = jobs["104"], jobs["105"]
+    assert "jufo_reason" not in cpu and cpu["jufo_starttime"] == gpu["jufo_starttime"]
+
+
+def test_a_configuring_job_holds_its_nodes_and_shows_as_running(production, tmp_path):
+    raw, jobs = production
+    assert "jufo_starttime" not in jobs["113"] and jobs["113"]["jufo_nodelist"].startswith("(c004")
+    done = run("predict", str(raw), "-o", str(tmp_path / "out.xml"), "-q", "--json")
+    records = {r["job"]: r for r in __import__("json").loads(done.output)["jobs"]}
+    assert records["113"]["running"] and not records["110"]["running"]
+    for step, job in jobs.items():  # nobody else is planned on its node before it ends
+        if step != "113" and job.get("jufo_starttime") and "c004" in job.get("jufo_nodelist", ""):
+            assert _when(job["jufo_starttime"]) >= _when(jobs["113"]["jufo_endtime"]), step

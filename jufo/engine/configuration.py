@@ -33,6 +33,7 @@ DEFAULTS: dict[str, str] = {
     "node_allocation": "lowest",
     "plan": "simulate",
     "replan": "no",
+    "reservation_binding": "listed",
 }
 # keys with no default, written to the provenance only when given
 OPTIONAL: dict[str, str] = {
@@ -44,6 +45,7 @@ OPTIONAL: dict[str, str] = {
     "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
                   "no other job's reservation begins before the first step of this grid after its end",
 }
+BINDINGS = ("listed", "named")  # which jobs a reservation binds (reservation.Reservation.binds)
 PLANS = ("simulate", "slurm")  # how the walltime-only forecast is made
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
 STATES = ("NodeState", "AttributeState")
@@ -140,6 +142,9 @@ class Configuration:
             report.error(label, "plan", merged["plan"], f"must be {' or '.join(PLANS)}")
         elif plan == "slurm" and state == "AttributeState":
             report.error(label, "plan", merged["plan"], "Slurm's plan needs nodes: system_state=NodeState")
+        binding = _choice(merged["reservation_binding"], BINDINGS)
+        if binding is None:
+            report.error(label, "reservation_binding", merged["reservation_binding"], f"must be {' or '.join(BINDINGS)}")
         window = _count(merged, "plan_window", label, report) if "plan_window" in merged else 86400
         plan_time = None
         if merged.get("plan_time", "").strip():
@@ -156,6 +161,7 @@ class Configuration:
             horizon=horizon,
             backfill_order="priority" if order == "firstfit" else str(order),
             replan=bool(replan),
+            bind_listed=binding != "named",
         )
         given = merged.get("exclusive_queues", "").strip()
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()

@@ -5,7 +5,10 @@ Documented defaults (each with a warning): missing ``queuedate`` → time zero; 
 ``dispatchdate`` of a running job → time zero; no usable size → 1 node × 1 core; nodes
 without cores per node → 1 core per node; ``totalcores`` without nodes → as few nodes as hold
 it (the largest node's core count each). A waiting job without a usable ``wall`` gets no
-prediction (``BadInput: wall``): there is no sane default for how long it runs.
+prediction (``BadInput: wall``): there is no sane default for how long it runs. A ``wall`` of
+``UNLIMITED`` (Slurm's word, which LLview 2 passes on) is planned as Slurm's backfill plans it:
+the queue's ``maxtime``, else a year. A waiting job listing several queues (Slurm's
+``Partition=a,b``) is scheduled in one of them (``choose_queue``).
 ``actualruntime`` (replays) makes the job end that long after its start, at most at its wall,
 while the scheduler keeps planning with ``wall``.
 """
@@ -28,6 +31,10 @@ RUNNING, WAITING = "Running", "Idle"
 WAITING_STATES = {"Idle", "Pending", "Queued"}
 HELD_STATES = {"User Hold", "System Hold", "Hold", "Held"}
 HELD_STATUSES = {"USER_ON_HOLD", "SYSTEM_ON_HOLD"}  # LLview's detailedstatus of Slurm's held jobs
+# a wall that sets no limit: Slurm's backfill plans such a job with its partition's MaxTime, or a
+# year (YEAR_MINUTES) where that is unlimited too
+NO_TIME_LIMIT = {"UNLIMITED", "INFINITE", "PARTITION_LIMIT"}
+YEAR = 365 * 86400
 # ``status`` (PTP's generic job states), read only where ``state`` is missing
 STATUS_STATES = {"RUNNING": RUNNING, "SUBMITTED": WAITING}
 
@@ -132,6 +139,8 @@ class JobReader:
     report: Report
     problems: list[str] = field(default_factory=list)
     nodes: dict[str, Any] = field(default_factory=dict)  # Node by name: GPU entries in node lists
+    queues: dict[str, dict[str, str]] = field(default_factory=dict)  # queue objects' keys by name
+    machine: Any = None  # the Machine: which of a job's several queues can hold it
 
     def read(self, obj: LmlObject) -> Job:
         job = self._read(obj)
@@ -170,8 +179,13 @@ class JobReader:
         if job.running:
             self._started(job, obj)
             job.nodelist = self._nodelist(d) or None
-        wall = self._whole(job, obj, "wall", positive=False, seconds=True)
-        if wall is None:
+        unlimited = d.get("wall", "").strip().upper() in NO_TIME_LIMIT
+        wall = None if unlimited else self._whole(job, obj, "wall", positive=False, seconds=True)
+        if "," in job.queue and not job.running:
+            job.queue = choose_queue(job, wall, self.queues, self.machine)
+        if unlimited:
+            job.wall = self._maxtime(job.queue) or YEAR
+        elif wall is None:
             if job.running:
                 self.report.warn(obj.label, "wall", d.get("wall"), "unusable; assuming the job ends at system_time")
                 job.wall = max(0, -(job.started or 0))
@@ -181,6 +195,14 @@ class JobReader:
             job.wall = wall
         self._actual(job, obj)
         return job
+
+    def _maxtime(self, queue: str) -> int | None:
+        """The queue object's ``maxtime`` in seconds, if it gives one (a bad one is not read)."""
+        raw = self.queues.get(queue, {}).get("maxtime", "").strip()
+        try:
+            return parse_seconds(raw) or None if raw else None
+        except ValueError:
+            return None
 
     def _held(self, job: Job, d: dict[str, str]) -> bool:
         """Slurm's reason (and LLview's detailedstatus) for a pending job: held ones get their
@@ -374,3 +396,40 @@ def parse_switches(text: str) -> tuple[int, int]:
 def _int(raw: str) -> int:
     """A whole number, also written as ``16.000``, no larger than any machine could mean."""
     return whole(raw, -MAX_COUNT, MAX_COUNT)
+
+
+def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], machine: Any) -> str:
+    """The queue a job listing several (``gpu,gpu-long``) is scheduled in: the first, by the
+    queue objects' ``prioritytier`` (highest first, as Slurm orders a job's partitions), then
+    as listed, whose ``maxtime`` admits the wall and whose nodes can hold the job; the first
+    listed if none can. Slurm plans the job in each and starts it where it starts first: one
+    queue is an approximation.  O(queues × node groups).
+
+    >>> from types import SimpleNamespace as J
+    >>> job = J(queue="gpu,gpu-long", nodes=1, cores_per_node=4, gpus_per_node=0, memory=0)
+    >>> choose_queue(job, 7200, {"gpu": {"maxtime": "3600"}, "gpu-long": {"maxtime": "604800"}}, None)
+    'gpu-long'
+    >>> choose_queue(job, 60, {"gpu": {"prioritytier": "1"}, "gpu-long": {"prioritytier": "2"}}, None)
+    'gpu-long'
+    >>> choose_queue(job, 10**9, {"gpu": {"maxtime": "60"}, "gpu-long": {"maxtime": "60"}}, None)
+    'gpu'
+    """
+    names = [q.strip() for q in job.queue.split(",") if q.strip()]
+    if not names:
+        return job.queue
+
+    def tier(name: str) -> float:
+        try:
+            return -float(queues.get(name, {}).get("prioritytier", "0"))
+        except ValueError:
+            return 0.0
+
+    for name in sorted(names, key=tier):  # stable: the listed order within a tier
+        raw = queues.get(name, {}).get("maxtime", "").strip()
+        if wall is not None and raw.isdigit() and wall > int(raw):
+            continue
+        if machine is not None and machine.has_classes and machine.eligible(
+                name, job.cores_per_node, job.gpus_per_node, job.memory).bit_count() < job.nodes:
+            continue
+        return name
+    return names[0]

@@ -9,7 +9,10 @@ The components of a heterogeneous job (``HetJobId``, ``HetJobOffset``) start tog
 are scheduled as one request of the leader (offset 0): the sum of the components' nodes and
 cores, the largest per-node request, the longest wall, in the leader's queue. That is exact
 when counting cores or giving whole nodes, and asks a little more than needed otherwise.
-Every component gets the leader's start; the leader's node list holds all their nodes.
+Components in another queue (a CPU part and a GPU part, JSC's modular jobs) are not added to
+the leader's request, which that queue's nodes could not hold: they follow its start, and
+whether their own queue has room then is not checked. Every component gets the leader's start;
+the leader's node list holds the nodes of the components it asks for.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ def combine_het(jobs: list[Job]) -> None:
         if len(group) < 2:
             continue
         leader, others = group[0], group[1:]
+        group = [leader, *(j for j in others if j.queue == leader.queue)]  # the others follow unchecked
         leader.total_cores = sum(j.total_cores for j in group)
         leader.nodes = sum(j.nodes for j in group)
         leader.cores_per_node = max(j.cores_per_node for j in group)

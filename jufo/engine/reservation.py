@@ -26,12 +26,16 @@ class Reservation:
     queues: frozenset[str] = frozenset()
     maint: bool = False  # Slurm's MAINT flag: a job of a partition it covers whole waits for its end
 
-    def binds(self, job) -> bool:
-        """Is ``job`` bound to this reservation: it names it (``reservation`` key), or its
-        owner, account or queue is listed by it? A bound job runs only inside it."""
+    def binds(self, job, listed: bool = True) -> bool:
+        """Is ``job`` bound to this reservation: it names it (``reservation`` key), or (where
+        ``listed``) its owner, account or queue is listed by it? A bound job runs only inside
+        it. Slurm binds only the jobs that name it (``reservation_binding=named``): its
+        ``Users``, ``Accounts`` and ``PartitionName`` say who may use it and where it is."""
         d = job.data
-        return (d.get("reservation", "") in self.names or job.owner in self.users
-                or d.get("account", "") in self.accounts or job.queue in self.queues)
+        if d.get("reservation", "") in self.names:
+            return True
+        return listed and (job.owner in self.users or d.get("account", "") in self.accounts
+                           or job.queue in self.queues)
 
 
 def read_reservations(objects: list[LmlObject], machine: Machine, epoch: int, report: Report) -> list[Reservation]:

@@ -47,6 +47,8 @@ class Policy:
     # order (Slurm's backfill plans from scratch at each pass); False, each keeps its slot and
     # moves only earlier (conservative backfilling with compression)
     replan: bool = False
+    # a reservation binds the jobs it lists (owner, account, queue) too, or only those naming it
+    bind_listed: bool = True
 
 
 class Simulation(ABC):
@@ -192,7 +194,7 @@ class Simulation(ABC):
         only during its interval; its bound jobs are scheduled there (the first reservation
         that binds a job wins)."""
         for res in reservations:
-            jobs = [job for job in waiting if job not in self.state_of and res.binds(job)]
+            jobs = [job for job in waiting if job not in self.state_of and res.binds(job, self.policy.bind_listed)]
             if not jobs:
                 continue
             sub, shadows = self.state.confined(res.resources, res.start, res.end)

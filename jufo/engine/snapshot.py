@@ -77,7 +77,8 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     if epoch is None:
         return None
     reservations = read_reservations(doc.of_type("reservation"), machine, epoch, report)
-    reader = JobReader(epoch, machine.max_cores, report, nodes=machine.by_name)
+    queue_data = {obj.name or obj.id: obj.data for obj in doc.of_type("queue")}
+    reader = JobReader(epoch, machine.max_cores, report, nodes=machine.by_name, queues=queue_data, machine=machine)
     if jobs is None:
         jobs = [reader.read(obj) for obj in doc.of_type("job")]
     jobs, throttles = jobsets.expand_arrays(jobs, report)

@@ -371,6 +371,8 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
                 raise SlurmTextError(source, line, key, raw, str(err)) from None
             if value is not None:
                 data[name] = str(value)
+            elif key == "TimeLimit" and raw.upper() in ("UNLIMITED", "PARTITION_LIMIT"):
+                data[name] = "UNLIMITED"  # as LLview 2 passes it on: planned with the partition's MaxTime
     for key, name in (("SubmitTime", "queuedate"), ("StartTime", "starttime"), ("EndTime", "endtime")):
         data[name] = _llview_date(job.get(key, ""))
     nodes, cpus = _count(job.get("NumNodes", "1")), job.get("NumCPUs", "")
@@ -460,7 +462,8 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
     approximated, from Slurm's configuration. Unknown or unreadable values that change the
     schedule are an InputError (exit 2); ones safe to ignore are notes."""
     notes: list[str] = []
-    settings: dict[str, str] = {"system_state": "NodeState"}
+    # a Slurm reservation holds only the jobs that ask for it (--reservation)
+    settings: dict[str, str] = {"system_state": "NodeState", "reservation_binding": "named"}
     sched = config.get("SchedulerType", "")
     if sched not in _SCHEDULERS:
         raise InputError(config_name, "SchedulerType", sched, f"not one of {', '.join(_SCHEDULERS)}")

@@ -64,13 +64,26 @@ def now_of(doc: Document) -> tuple[int, str]:
     raise ValueError("no system_time")
 
 
+def is_running(d: dict[str, str]) -> bool:
+    """Did jufo take the job as running? ``state`` says so, or jufo gave it an end and no start
+    (a job LLview writes as Pending while its nodes boot: Slurm's CONFIGURING).
+
+    >>> is_running({"state": "Running"}), is_running({"state": "Pending", "jufo_endtime": "x"})
+    (True, True)
+    >>> is_running({"state": "Pending", "jufo_starttime": "x", "jufo_endtime": "y"})
+    False
+    """
+    return d.get("state") == "Running" or ("jufo_endtime" in d and "jufo_starttime" not in d
+                                           and "jufo_reason" not in d)
+
+
 def bars(doc: Document, placement: bool = True) -> list[Bar]:
     """Every job of a predicted file, document order; without ``placement`` the node and core
     ranges (``jufo_ranges``, for the Gantt chart) are not read."""
     out = []
     for obj in doc.of_type("job"):
         d = obj.data
-        running = d.get("state") == "Running"
+        running = is_running(d)
         start = _date(d.get("dispatchdate") or d.get("starttime")) if running else _date(d.get("jufo_starttime"))
         groups: list[tuple[int, int, list[tuple[int, int]] | None]] = []
         if placement and d.get("jufo_ranges"):
@@ -296,7 +309,7 @@ def job_records(doc: Document) -> list[dict]:
     for obj in doc.of_type("job"):
         d = obj.data
         record: dict = {"id": obj.id, "job": d.get("step") or obj.name or obj.id, "user": d.get("owner", ""),
-                        "partition": d.get("queue", ""), "running": d.get("state") == "Running"}
+                        "partition": d.get("queue", ""), "running": is_running(d)}
         for key, value in d.items():
             if key.startswith("jufo_"):
                 name = key[5:]
