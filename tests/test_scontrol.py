@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT, snapshot, waiting
 from jufo.cli import main
+from jufo.engine.node import pair_names
 from jufo.io import lml, scontrol, slurm
 from jufo.io.dates import parse_date
 from jufo.io.errors import InputError
@@ -496,3 +497,25 @@ def test_a_configuring_job_holds_its_nodes_and_shows_as_running(production, tmp_
     for step, job in jobs.items():  # nobody else is planned on its node before it ends
         if step != "113" and job.get("jufo_starttime") and "c004" in job.get("jufo_nodelist", ""):
             assert _when(job["jufo_starttime"]) >= _when(jobs["113"]["jufo_endtime"]), step
+
+
+def test_a_constraint_takes_only_nodes_with_its_features(production):
+    raw, jobs = production
+    data = {o.data["step"]: o.data for o in lml.read(str(raw)).of_type("job")}
+    assert data["110"]["constraint"] == "[icelake|skylake]&ib" and "constraint" not in data["109"]
+    icelake_ib = {"c001", "c002", "c003", "c004"}
+    assert set(pair_names(jobs["110"]["jufo_nodelist"])) <= icelake_ib
+    assert set(pair_names(jobs["115"]["jufo_nodelist"])) <= {"c005", "c008"}  # skylake, usable
+
+
+def test_a_constraint_jufo_cannot_read_is_a_warning_and_no_constraint(tmp_path):
+    from conftest import snapshot as lml_snapshot
+
+    doc = lml_snapshot({"a": waiting(1, 60, constraint="a100*2"), "b": waiting(1, 60, constraint="a100")},
+                       nodes={"n1": {"ncores": 1}, "n2": {"ncores": 1, "features": "a100,ib"}})
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    src.write_bytes(doc)
+    done = run("predict", str(src), "-o", str(out))
+    assert done.exit_code == 0 and "constraint" in done.output and "a100*2" in done.output
+    jobs = {o.id: o.data for o in lml.read(str(out)).of_type("job")}
+    assert jobs["b"]["jufo_nodelist"].startswith("(n2") and "jufo_reason" not in jobs["a"]

@@ -15,6 +15,7 @@ while the scheduler keeps planning with ``wall``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import Any
@@ -58,6 +59,8 @@ class Job:
     total_cores: int = 1
     gpus_per_node: int = 0  # from totalgpus: only nodes with that many GPUs qualify
     memory: int = 0  # MB per node (``memory`` or ``reqmem``): only nodes that have it qualify
+    # Slurm's --constraint (``constraint``): only nodes with one of these sets of features qualify
+    constraint: tuple[frozenset[str], ...] | None = None
     started: int | None = None  # running jobs: dispatch date
     nodelist: str | None = None  # running jobs: where they run
     reason: str | None = None  # why the job gets no start
@@ -352,11 +355,49 @@ class JobReader:
         if obj.data.get("totalgpus", "").strip():
             gpus = self._whole(job, obj, "totalgpus", positive=False)
             job.gpus_per_node = ceil(gpus / nodes) if gpus else 0
+        if obj.data.get("constraint", "").strip():
+            try:
+                job.constraint = parse_constraint(obj.data["constraint"])
+            except ValueError as err:
+                self.report.warn(obj.label, "constraint", obj.data["constraint"], f"{err}; placed without it")
         if obj.data.get("switches", "").strip():
             try:
                 job.switches, job.switch_wait = parse_switches(obj.data["switches"])
             except ValueError as err:
                 self.report.warn(obj.label, "switches", obj.data["switches"], f"{err}; placed without it")
+
+
+_FEATURE = re.compile(r"[A-Za-z0-9_.:+/-]+")
+
+
+def parse_constraint(text: str) -> tuple[frozenset[str], ...] | None:
+    """Slurm's ``--constraint`` as alternatives, each a set of features a node must all have:
+    ``a100``, ``intel&ib`` (AND), ``a|b`` (OR), ``[a|b]`` (all nodes alike: one of them, which
+    for choosing nodes reads as OR), ``a,b`` (AND, as older Slurm wrote it). None for
+    ``(null)``. ValueError for what jufo cannot read (counts ``a*2``, parentheses): the caller
+    places the job without it.  O(characters).
+
+    >>> parse_constraint("a100"), parse_constraint("(null)")
+    ((frozenset({'a100'}),), None)
+    >>> sorted(sorted(alt) for alt in parse_constraint("[skylake|icelake]&ib"))
+    [['ib', 'icelake'], ['ib', 'skylake']]
+    """
+    text = text.strip()
+    if text in ("", "(null)"):
+        return None
+    if "*" in text or "(" in text:
+        raise ValueError("node counts and parentheses in a constraint are not read")
+    alternatives: list[set[str]] = [set()]
+    for part in re.split(r"[&,]", text):
+        part = part.strip()
+        bracket = part.startswith("[") and part.endswith("]")
+        names = [n.strip() for n in part.strip("[]").split("|")]
+        if not all(_FEATURE.fullmatch(n) for n in names) or (len(names) > 1 and not bracket and "&" in text):
+            raise ValueError(f"{part!r} is not a feature, or an OR of features in brackets")
+        alternatives = [alt | {name} for alt in alternatives for name in names]
+        if len(alternatives) > 64:
+            raise ValueError("more than 64 alternatives")
+    return tuple(frozenset(alt) for alt in alternatives)
 
 
 SWITCH_WAIT = 300  # seconds: Slurm's max_switch_wait default, when --switches gives no time
@@ -429,7 +470,7 @@ def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], 
         if wall is not None and raw.isdigit() and wall > int(raw):
             continue
         if machine is not None and machine.has_classes and machine.eligible(
-                name, job.cores_per_node, job.gpus_per_node, job.memory).bit_count() < job.nodes:
+                name, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint).bit_count() < job.nodes:
             continue
         return name
     return names[0]

@@ -50,6 +50,7 @@ class Node:
     gpus: int = 0
     memory: int | None = None  # MB available to jobs (availmem, else physmem); None: not given
     switch: str | None = None  # the leaf switch it hangs on (``switch``), for ``--switches`` requests
+    features: frozenset[str] = frozenset()  # ``features`` (Slurm's ActiveFeatures), for constraints
 
     def limit(self, queue: str) -> int:
         """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
@@ -83,7 +84,7 @@ class Machine:
             key = id(node.classes)
             if key not in limits:
                 limits[key] = None if node.classes is None else tuple(sorted(node.classes.items()))
-            signature = (node.ncores, node.usable, node.gpus, node.memory, limits[key])
+            signature = (node.ncores, node.usable, node.gpus, node.memory, limits[key], node.features)
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
@@ -120,13 +121,16 @@ class Machine:
         results are written, once).  O(nodes)."""
         return [f"({node.name},{node.ncores})" for node in self.nodes]
 
-    def _eligible(self, queue: str, cores: int, gpus: int = 0, memory: int = 0) -> int:
+    def _eligible(self, queue: str, cores: int, gpus: int = 0, memory: int = 0,
+                  constraint: tuple[frozenset[str], ...] | None = None) -> int:
         """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs, ``memory``
-        MB where the node gives its memory) of one job.  O(groups)."""
+        MB where the node gives its memory, one of the ``constraint``'s sets of features) of
+        one job.  O(groups)."""
         mask = 0
         for example, members in self._groups:
             if example.limit(queue) >= cores and example.gpus >= gpus and (
-                    example.memory is None or example.memory >= memory):
+                    example.memory is None or example.memory >= memory) and (
+                    constraint is None or any(alt <= example.features for alt in constraint)):
                 mask |= members
         return mask
 
@@ -174,6 +178,7 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
     """Build the machine from ``node`` objects in document order; bad values are fatal."""
     nodes: list[Node] = []
     parsed: dict[str, dict[str, int]] = {}  # classes per text: nodes alike share one (read-only) dict
+    seen_features: dict[str, frozenset[str]] = {}
     for obj in objects:
         raw = obj.data.get("ncores")
         try:
@@ -210,8 +215,22 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
             except ValueError as err:
                 report.warn(obj.label, key, obj.data[key], f"{err}; memory not checked on this node")
         switch = obj.data.get("switch", "").strip() or None
-        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory, switch))
+        text = obj.data.get("features", "")
+        features = seen_features.get(text)
+        if features is None:
+            features = seen_features[text] = features_of(text)
+        nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory, switch,
+                          features))
     return Machine(nodes)
+
+
+def features_of(text: str) -> frozenset[str]:
+    """A node's features (``a100,ib``; ``(null)``: none).
+
+    >>> sorted(features_of("icelake,ib")), features_of("(null)")
+    (['ib', 'icelake'], frozenset())
+    """
+    return frozenset(f.strip() for f in text.split(",") if f.strip() and f.strip() != "(null)")
 
 
 _NAME_PAIRS = re.compile(r"(\(\s*[^(),\s]+\s*,\s*\d+\s*\))+")

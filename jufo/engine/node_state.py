@@ -228,17 +228,18 @@ class NodeState(SystemState):
             return f"ExceedsSystem: asks {job.nodes} nodes, the system has {len(m.nodes)}"
         if job.cores_per_node > m.max_cores:
             return f"ExceedsSystem: asks {job.cores_per_node} cores per node, the largest node has {m.max_cores}"
-        usable = m.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory).bit_count()
+        usable = m.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint).bit_count()
         if usable < job.nodes:
             where = f"queue {job.queue!r}" if job.queue else "a job without queue"
             gpus = f" and {job.gpus_per_node} GPUs" if job.gpus_per_node else ""
             gpus += f" and {job.memory} MB" if job.memory else ""
+            gpus += f" and features {job.data.get('constraint', '').strip()}" if job.constraint else ""
             return (
                 f"ExceedsSystem: asks {job.nodes} nodes with {job.cores_per_node} cores{gpus}, "
                 f"{where} may use {usable} such nodes"
             )
         if self.allocation == "contiguous" and first_run(m.eligible(job.queue, job.cores_per_node, job.gpus_per_node,
-                                                                   job.memory), job.nodes) is None:
+                                                                   job.memory, job.constraint), job.nodes) is None:
             return (f"ExceedsSystem: asks {job.nodes} consecutive nodes (node_allocation=contiguous), "
                     f"no run of that many nodes {job.queue!r} may use")
         q = self.queues.get(job.queue)
@@ -259,8 +260,8 @@ class NodeState(SystemState):
 
     def _per_node(self, job: Job) -> tuple:
         if job.switches is not None and self.machine.has_switches:  # comparable only with the same ask
-            return job.cores_per_node, job.gpus_per_node, job.memory, job.switches, job.switches_until
-        return job.cores_per_node, job.gpus_per_node, job.memory
+            return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.switches, job.switches_until
+        return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint
 
     def size_bound(self) -> int:
         """Nodes with at least one free core.  O(1) big-int popcount."""
@@ -424,7 +425,7 @@ class NodeState(SystemState):
         its own plus the others', and a difference distributes over the union."""
         wall, k = job.wall, job.nodes
         shape = self.machine.shape
-        eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory)
+        eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint)
         pool, need, span = self._pool(eligible), self._need(job), max(wall, 1)
         base = self._free_at(begin)
         whole = False  # the windows give bits (every reservation holds whole nodes) or sets
@@ -628,7 +629,7 @@ class NodeState(SystemState):
         k, c = job.nodes, job.cores_per_node
         if avail.full.bit_count() + len(avail.part) < k:
             return None
-        eligible = self.machine.eligible(job.queue, c, job.gpus_per_node, job.memory)
+        eligible = self.machine.eligible(job.queue, c, job.gpus_per_node, job.memory, job.constraint)
         if job.switches is not None and self.machine.has_switches and t < job.switches_until:
             return self._choose_switches(job, t, end, avail, eligible)
         if (allocation or self.allocation) != "lowest":

@@ -403,6 +403,8 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
     gpus = job_gpus(job, int(nodes))
     if gpus:
         data["totalgpus"] = str(gpus)
+    if job.get("Features", "(null)") not in ("(null)", ""):
+        data["constraint"] = job["Features"]  # --constraint: only nodes with these features
     if _exclusive_job(job):
         data["exclusive"] = "yes"
     data["prioritytier"] = tiers.get(job.get("Partition", ""), "1")
