@@ -23,8 +23,9 @@ import bisect
 import hashlib
 import signal
 import statistics
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from ..io import accounting
@@ -312,6 +313,25 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop the workers now and cancel what they had not begun. The pool's manager thread may
+    then try to fail a future that is already cancelled and print InvalidStateError's traceback
+    under the command's one-line error (CPython gh-107219, fixed in 3.12): that one is dropped."""
+    previous = threading.excepthook
+
+    def hook(args) -> None:
+        if args.exc_type is not InvalidStateError:
+            previous(args)
+
+    threading.excepthook = hook
+    try:
+        for process in list((pool._processes or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        threading.excepthook = previous
+
+
 def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> list[list[Raw]]:
     """Phase 1 for every snapshot, in ``ats`` order, on one process, ``workers`` processes
@@ -345,9 +365,7 @@ def run_phase1(settings: Settings, ats: list[int], workers: int = 1, dask: str |
         pool.shutdown()
         return out
     except BaseException:  # a --timeout, SIGTERM or Ctrl-C: stop the workers now, not after their snapshots
-        for process in list((pool._processes or {}).values()):
-            process.terminate()
-        pool.shutdown(wait=True, cancel_futures=True)
+        _stop_pool(pool)
         raise
 
 
