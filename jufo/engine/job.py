@@ -187,7 +187,7 @@ class JobReader:
         if "," in job.queue and not job.running:
             job.queue = choose_queue(job, wall, self.queues, self.machine)
         if unlimited:
-            job.wall = self._maxtime(job.queue) or YEAR
+            job.wall = maxtime(self.queues, job.queue) or YEAR
         elif wall is None:
             if job.running:
                 self.report.warn(obj.label, "wall", d.get("wall"), "unusable; assuming the job ends at system_time")
@@ -198,14 +198,6 @@ class JobReader:
             job.wall = wall
         self._actual(job, obj)
         return job
-
-    def _maxtime(self, queue: str) -> int | None:
-        """The queue object's ``maxtime`` in seconds, if it gives one (a bad one is not read)."""
-        raw = self.queues.get(queue, {}).get("maxtime", "").strip()
-        try:
-            return parse_seconds(raw) or None if raw else None
-        except ValueError:
-            return None
 
     def _held(self, job: Job, d: dict[str, str]) -> bool:
         """Slurm's reason (and LLview's detailedstatus) for a pending job: held ones get their
@@ -439,6 +431,15 @@ def _int(raw: str) -> int:
     return whole(raw, -MAX_COUNT, MAX_COUNT)
 
 
+def maxtime(queues: dict[str, dict[str, str]], name: str) -> int | None:
+    """The queue object's ``maxtime`` in seconds, if it gives a usable one (a bad one is not read)."""
+    raw = queues.get(name, {}).get("maxtime", "").strip()
+    try:
+        return (parse_seconds(raw) or None) if raw else None
+    except ValueError:
+        return None
+
+
 def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], machine: Any) -> str:
     """The queue a job listing several (``gpu,gpu-long``) is scheduled in: the first, by the
     queue objects' ``prioritytier`` (highest first, as Slurm orders a job's partitions), then
@@ -466,8 +467,8 @@ def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], 
             return 0.0
 
     for name in sorted(names, key=tier):  # stable: the listed order within a tier
-        raw = queues.get(name, {}).get("maxtime", "").strip()
-        if wall is not None and raw.isdigit() and wall > int(raw):
+        limit = maxtime(queues, name)
+        if wall is not None and limit is not None and wall > limit:
             continue
         if machine is not None and machine.has_classes and machine.eligible(
                 name, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint).bit_count() < job.nodes:

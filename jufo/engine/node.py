@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from functools import cache, cached_property
 
 from ..io.errors import Report
@@ -133,6 +134,12 @@ class Machine:
                     constraint is None or any(alt <= example.features for alt in constraint)):
                 mask |= members
         return mask
+
+    def for_job(self, job: Any, cores: int | None = None) -> int:
+        """Mask of nodes that may hold ``cores`` (default: its cores per node) of ``job``: its
+        queue, GPUs, memory and constraint (``eligible``, cached).  O(groups) once per ask."""
+        return self.eligible(job.queue, job.cores_per_node if cores is None else cores, job.gpus_per_node,
+                             job.memory, job.constraint)
 
     def _restricted(self, queue: str) -> dict[int, int]:
         """Nodes where ``queue`` may use some but not all cores: node index → limit."""

@@ -228,7 +228,7 @@ class NodeState(SystemState):
             return f"ExceedsSystem: asks {job.nodes} nodes, the system has {len(m.nodes)}"
         if job.cores_per_node > m.max_cores:
             return f"ExceedsSystem: asks {job.cores_per_node} cores per node, the largest node has {m.max_cores}"
-        usable = m.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint).bit_count()
+        usable = m.for_job(job).bit_count()
         if usable < job.nodes:
             where = f"queue {job.queue!r}" if job.queue else "a job without queue"
             gpus = f" and {job.gpus_per_node} GPUs" if job.gpus_per_node else ""
@@ -238,8 +238,7 @@ class NodeState(SystemState):
                 f"ExceedsSystem: asks {job.nodes} nodes with {job.cores_per_node} cores{gpus}, "
                 f"{where} may use {usable} such nodes"
             )
-        if self.allocation == "contiguous" and first_run(m.eligible(job.queue, job.cores_per_node, job.gpus_per_node,
-                                                                   job.memory, job.constraint), job.nodes) is None:
+        if self.allocation == "contiguous" and first_run(m.for_job(job), job.nodes) is None:
             return (f"ExceedsSystem: asks {job.nodes} consecutive nodes (node_allocation=contiguous), "
                     f"no run of that many nodes {job.queue!r} may use")
         q = self.queues.get(job.queue)
@@ -425,7 +424,7 @@ class NodeState(SystemState):
         its own plus the others', and a difference distributes over the union."""
         wall, k = job.wall, job.nodes
         shape = self.machine.shape
-        eligible = self.machine.eligible(job.queue, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint)
+        eligible = self.machine.for_job(job)
         pool, need, span = self._pool(eligible), self._need(job), max(wall, 1)
         base = self._free_at(begin)
         whole = False  # the windows give bits (every reservation holds whole nodes) or sets
@@ -629,7 +628,7 @@ class NodeState(SystemState):
         k, c = job.nodes, job.cores_per_node
         if avail.full.bit_count() + len(avail.part) < k:
             return None
-        eligible = self.machine.eligible(job.queue, c, job.gpus_per_node, job.memory, job.constraint)
+        eligible = self.machine.for_job(job, c)
         if job.switches is not None and self.machine.has_switches and t < job.switches_until:
             return self._choose_switches(job, t, end, avail, eligible)
         if (allocation or self.allocation) != "lowest":

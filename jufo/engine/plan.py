@@ -519,7 +519,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
                 _move(job, rejected[job.array])
             continue
         whole = _whole(job, config)
-        partition = machine.eligible(job.queue, 1 if whole else job.cores_per_node, job.gpus_per_node, job.memory, job.constraint)
+        partition = machine.for_job(job, 1 if whole else None)
         req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
                       job.wall)
         result = plan.place(req, partition, max(0, job.arrival))
@@ -552,7 +552,7 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
     machine = snap.machine
     plan = _pass_of(snap, config, 0)
     whole = _whole(job, config)
-    partition = machine.eligible(job.queue, 1 if whole else job.cores_per_node, job.gpus_per_node, job.memory, job.constraint)
+    partition = machine.for_job(job, 1 if whole else None)
     start_res = max(0, job.arrival)
     taken, start_res, _ = plan._reserved(start_res, job.wall, partition & plan.up)
     req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
