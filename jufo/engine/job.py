@@ -24,7 +24,7 @@ from ..io.dates import parse_date, parse_seconds
 from ..io.errors import Report
 from ..io.lml import LmlObject
 from .node import name_pairs, parse_memory
-from ..io.slurm import Meaning, classify, state_of
+from ..io.slurm import NO_TIME_LIMIT, Meaning, classify, state_of
 from ..io.values import MAX_COUNT, MAX_SECONDS, plain_digits, whole
 
 RUNNING, WAITING = "Running", "Idle"
@@ -32,10 +32,7 @@ RUNNING, WAITING = "Running", "Idle"
 WAITING_STATES = {"Idle", "Pending", "Queued"}
 HELD_STATES = {"User Hold", "System Hold", "Hold", "Held"}
 HELD_STATUSES = {"USER_ON_HOLD", "SYSTEM_ON_HOLD"}  # LLview's detailedstatus of Slurm's held jobs
-# a wall that sets no limit: Slurm's backfill plans such a job with its partition's MaxTime, or a
-# year (YEAR_MINUTES) where that is unlimited too
-NO_TIME_LIMIT = {"UNLIMITED", "INFINITE", "PARTITION_LIMIT"}
-YEAR = 365 * 86400
+YEAR = 365 * 86400  # the wall of a job whose limit and queue's are unlimited (slurm.NO_TIME_LIMIT)
 # ``status`` (PTP's generic job states), read only where ``state`` is missing
 STATUS_STATES = {"RUNNING": RUNNING, "SUBMITTED": WAITING}
 

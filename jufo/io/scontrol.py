@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .hostlist import expand_hostlist
-from .slurm import NODE_SUFFIXES, node_takes_jobs, seconds_of
+from .slurm import NODE_SUFFIXES, NO_TIME_LIMIT, node_takes_jobs, seconds_of
 
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
 # lines scontrol prints instead of records when there are none
@@ -371,7 +371,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
                 raise SlurmTextError(source, line, key, raw, str(err)) from None
             if value is not None:
                 data[name] = str(value)
-            elif key == "TimeLimit" and raw.upper() in ("UNLIMITED", "PARTITION_LIMIT"):
+            elif key == "TimeLimit" and raw.upper() in NO_TIME_LIMIT:
                 data[name] = "UNLIMITED"  # as LLview 2 passes it on: planned with the partition's MaxTime
     for key, name in (("SubmitTime", "queuedate"), ("StartTime", "starttime"), ("EndTime", "endtime")):
         data[name] = _llview_date(job.get(key, ""))

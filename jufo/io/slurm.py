@@ -96,6 +96,9 @@ def state_of(state: str) -> str:
 
 
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
+# a job's limit that sets none: Slurm's backfill plans such a job with its partition's MaxTime,
+# or a year (YEAR_MINUTES) where that is unlimited too; LLview 2 passes the word on as ``wall``
+NO_TIME_LIMIT = {"UNLIMITED", "INFINITE", "PARTITION_LIMIT"}
 _NO_LIMIT = {"UNLIMITED", "INFINITE", "NONE", "NOT_SET", "PARTITION_LIMIT", "N/A", "UNKNOWN", "INVALID", ""}
 
 
