@@ -35,12 +35,12 @@ def test_indexes_answer_as_learning_from_scratch(trace):
     for now in days:
         known = source.records(now)
         finished = sorted((r for r in known if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
-        scratch, asof = RuntimePredictor(finished), runtimes.as_of(now)
-        overruns = RuntimePredictor.learning(finished)[1]
-        assert asof.overruns() == overruns, now  # the reach's evidence
+        (scratch, overruns), asof = RuntimePredictor.learning(finished), runtimes.as_of(now)
+        assert asof.overruns() == overruns, now  # the reach's evidence, and what raises running jobs
+        asof.learned_overruns(asof.overruns())
         some_overruns += len(overruns) == 100
         for r in rng.sample(records, 200):
-            for elapsed in (None, r.wall // 3):
+            for elapsed in (None, r.wall // 3, r.wall * 2 // 3):
                 assert asof.predict(r.user, r.queue, r.wall, r.cores, elapsed) == \
                     scratch.predict(r.user, r.queue, r.wall, r.cores, elapsed), (now, r)
         closed = behaviour.learn_windows(known, now)
@@ -129,12 +129,12 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed):
             known = source.records(now)
             finished = sorted((r for r in known if r.end is not None and r.start is not None),
                               key=lambda r: (r.end, r.id))
-            scratch, asof = RuntimePredictor(finished), runtimes.as_of(now)
-            overruns = RuntimePredictor.learning(finished)[1]
+            (scratch, overruns), asof = RuntimePredictor.learning(finished), runtimes.as_of(now)
             assert asof.overruns() == overruns, (now, keep_days)  # the reach's evidence, at every tie
+            asof.learned_overruns(overruns)
             compared["overruns"] += len(overruns)
             for user, queue, wall, cores in keys:
-                for elapsed in (None, 600):
+                for elapsed in (None, 600, wall // 2):
                     assert asof.predict(user, queue, wall, cores, elapsed) == \
                         scratch.predict(user, queue, wall, cores, elapsed), (now, user, queue, wall, cores)
                     compared["runs"] += 1

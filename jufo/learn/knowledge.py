@@ -308,5 +308,7 @@ class TraceKnowledge:
         if caps is None:
             caps = learn_user_caps(source.records(now), now, self.capacity)
         runtimes = self.runtimes.as_of(now)
+        overruns = runtimes.overruns()
+        runtimes.learned_overruns(overruns)
         return Learned(runtimes, WeeklyWindows(self.windows.closed(now), now), caps,
-                       Calibration(source.scored(now), coverage), reach(runtimes.overruns(), coverage))
+                       Calibration(source.scored(now), coverage), reach(overruns, coverage))

@@ -7,20 +7,24 @@ size: repeated runs of one script), which on the KTH and HPC2N traces halves the
 user-only rule. Fallbacks: the user's last two in that queue, the user's last two, then for
 users without history the queue's and the size class's median share of the wall used. Every
 prediction is capped at the wall; with no history at all it is the wall. A running job that
-outlives its prediction gets it doubled until it lies ahead (Tsafrir's correction), again
-capped at the wall. The model name says which rule decided.
+outlives its prediction is raised: to where the recent jobs that overran as far went on to end,
+the median of their ``overrun`` (how far toward the wall), if there are ``RAISE_JOBS`` of them;
+else doubled until it lies ahead (Tsafrir's correction); again capped at the wall. The model
+name says which rule decided.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ..io.accounting import JobRecord
 
-RAISE_MIN = 60  # a raised prediction lies at least this far beyond the elapsed time
+RAISE_MIN = 60  # a prediction raised by doubling lies at least this far beyond the elapsed time
+RAISE_JOBS = 5  # recent jobs that overran as far as a running job: fewer, and its prediction is doubled
 REACH_JOBS = 100  # the latest finished jobs whose overruns give the reach
 MIN_REACH_JOBS = 30  # fewer say nothing: no reach
 
@@ -40,6 +44,37 @@ class RuntimeRules:
 
     RUNS = 2  # run times averaged per key (Tsafrir's last two)
     SHARES = 20  # shares of the wall whose median a queue or size class gives
+    overran: Sequence[float] = ()  # the latest finished jobs' overruns, sorted (``learned_overruns``)
+
+    def learned_overruns(self, overruns: Iterable[float | None]) -> None:
+        """Keep the latest finished jobs' overruns (``overrun``; None left out), which raise
+        the predictions of running jobs that outlived theirs.  O(n log n)."""
+        self.overran = sorted(o for o in overruns if o is not None)
+
+    def raised(self, predicted: int, elapsed: int, wall: int) -> int:
+        """The run time of a job still running at ``elapsed`` seconds, past its ``predicted``
+        one (``predicted < wall``): the median of the overruns beyond its own among the kept
+        ones, if at least ``RAISE_JOBS``; else doubled until ``RAISE_MIN`` ahead. Never
+        beyond the wall.  O(log n).
+
+        >>> r = RuntimeRules()
+        >>> r.raised(100, 250, 1000)  # no overruns kept: doubled to 400
+        400
+        >>> r.learned_overruns([-0.2, None, 0.1, 0.5, 0.6, 0.9, 1.0, 1.0])
+        >>> r.raised(100, 250, 1000)  # beyond 1/6: 0.5, 0.6, 0.9, 1.0, 1.0; median 0.9
+        910
+        >>> r.raised(100, 700, 1000)  # beyond 2/3: only three, so doubled until 60 s ahead
+        800
+        """
+        beyond_at = bisect.bisect_right(self.overran, (elapsed - predicted) / (wall - predicted))
+        beyond = len(self.overran) - beyond_at
+        if beyond >= RAISE_JOBS:
+            share = self.overran[beyond_at + beyond // 2]
+            return min(wall, max(predicted + round(share * (wall - predicted)), elapsed + 1))
+        seconds = predicted
+        while seconds < elapsed + RAISE_MIN:
+            seconds *= 2
+        return min(seconds, wall)
 
     def _runs(self, key: tuple) -> list[int] | deque:
         """The last ``RUNS`` run times of ``key`` (a request, user+queue or user key)."""
@@ -66,9 +101,7 @@ class RuntimeRules:
                     break
         seconds = max(1, min(seconds, wall)) if wall > 0 else 0
         if elapsed is not None and seconds <= elapsed and seconds < wall:
-            while seconds < elapsed + RAISE_MIN:
-                seconds *= 2
-            seconds, model = min(seconds, wall), f"{model}, raised"
+            seconds, model = self.raised(seconds, elapsed, wall), f"{model}, raised"
         return seconds, model
 
 
@@ -174,6 +207,7 @@ class RuntimePredictor(RuntimeRules):
                 predicted, _ = predictor.predict(rec.user, rec.queue, rec.wall, rec.cores)
                 overruns.append(overrun(predicted, rec.runtime, rec.wall))
             predictor.add(rec)
+        predictor.learned_overruns(overruns)
         return predictor, overruns
 
     def _runs(self, key: tuple) -> deque | None:
