@@ -39,6 +39,26 @@ def test_an_unlimited_wall_runs_the_queues_maxtime_or_a_year(jufo):
     assert run.start("w") == 3600  # after q, on n2: n1 is held for a year
 
 
+def test_a_job_pending_in_several_partitions_starts_at_once_where_one_has_idle_nodes(jufo):
+    """Slurm starts a job pending in several partitions (``Partition=p1,p2``) where it can start
+    first. p1, listed first, is full until T0+1000 s; p2's nodes are idle: the job starts now in
+    p2 (it waited for p1 before). With no partition idle it goes to the first listed that fits, and
+    a job too wide for the idle one waits for the first that can hold it."""
+    nodes = {"a1": {"ncores": 4, "avail_classes": "(p1,4)"}, "a2": {"ncores": 4, "avail_classes": "(p1,4)"},
+             "b1": {"ncores": 4, "avail_classes": "(p2,4)"}}
+    busy = {"r": running(4, 1000, wall=2000, nodes=2, queue="p1", nodelist="(a1,4)(a2,4)")}
+    run = jufo(snapshot({**busy, "j": waiting(4, 600, queue="p1,p2")}, nodes=nodes))
+    assert run.exit_code == 0, run.stderr
+    assert run.start("j") == 0 and run.jobs["j"]["jufo_nodelist"].startswith("(b1")
+    # both partitions busy: the first listed
+    full = {**busy, "s": running(4, 500, wall=2000, queue="p2", nodelist="(b1,4)")}
+    run = jufo(snapshot({**full, "j": waiting(4, 600, queue="p1,p2")}, nodes=nodes))
+    assert run.start("j") == 1000 and run.jobs["j"]["jufo_nodelist"].startswith("(a")
+    # two nodes: p2 cannot hold it, so it waits for p1
+    run = jufo(snapshot({**busy, "j": waiting(4, 600, queue="p1,p2", nummachines=2)}, nodes=nodes))
+    assert run.start("j") == 1000
+
+
 def test_size_spellings(jufo):
     """Counts read as plain digits, padded, or ``4.000`` alike; zero, negative or words make the
     job BadInput naming the key and value; a wall of 0 s is allowed (it ends at once)."""

@@ -78,6 +78,7 @@ class Job:
     parent: str | None = None  # an array task: the object id of its array record
     leader: str | None = None  # a het job's component: the id of the component it starts with
     own_runtime: int | None = None  # a het job's leader: its own run time (it asks for all components)
+    partitions: str | None = None  # a job pending in several (``Partition=a,b``): the list, as given
     switches: int | None = None  # Slurm's --switches=N@wait: at most N leaf switches ...
     switch_wait: int = 0  # ... until this long after its arrival, then anywhere
 
@@ -182,6 +183,7 @@ class JobReader:
         unlimited = d.get("wall", "").strip().upper() in NO_TIME_LIMIT
         wall = None if unlimited else self._whole(job, obj, "wall", positive=False, seconds=True)
         if "," in job.queue and not job.running:
+            job.partitions = job.queue
             job.queue = choose_queue(job, wall, self.queues, self.machine)
         if unlimited:
             job.wall = maxtime(self.queues, job.queue) or YEAR
@@ -437,15 +439,17 @@ def maxtime(queues: dict[str, dict[str, str]], name: str) -> int | None:
         return None
 
 
-def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], machine: Any) -> str:
+def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], machine: Any,
+                 idle: int | None = None) -> str:
     """The queue a job listing several (``gpu,gpu-long``) is scheduled in: the first, by the
     queue objects' ``prioritytier`` (highest first, as Slurm orders a job's partitions), then
     as listed, whose ``maxtime`` admits the wall and whose nodes can hold the job; the first
-    listed if none can. Slurm plans the job in each and starts it where it starts first: one
-    queue is an approximation.  O(queues × node groups).
+    listed if none can. Given the mask of the nodes no job runs on (``idle``), the first of
+    those with enough idle nodes for the job, if one has. Slurm plans the job in each and
+    starts it where it starts first: one queue is an approximation.  O(queues × node groups).
 
     >>> from types import SimpleNamespace as J
-    >>> job = J(queue="gpu,gpu-long", nodes=1, cores_per_node=4, gpus_per_node=0, memory=0)
+    >>> job = J(queue="gpu,gpu-long", partitions=None, nodes=1, cores_per_node=4, gpus_per_node=0, memory=0)
     >>> choose_queue(job, 7200, {"gpu": {"maxtime": "3600"}, "gpu-long": {"maxtime": "604800"}}, None)
     'gpu-long'
     >>> choose_queue(job, 60, {"gpu": {"prioritytier": "1"}, "gpu-long": {"prioritytier": "2"}}, None)
@@ -453,9 +457,10 @@ def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], 
     >>> choose_queue(job, 10**9, {"gpu": {"maxtime": "60"}, "gpu-long": {"maxtime": "60"}}, None)
     'gpu'
     """
-    names = [q.strip() for q in job.queue.split(",") if q.strip()]
+    listed = job.partitions or job.queue
+    names = [q.strip() for q in listed.split(",") if q.strip()]
     if not names:
-        return job.queue
+        return listed
 
     def tier(name: str) -> float:
         try:
@@ -463,12 +468,45 @@ def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], 
         except ValueError:
             return 0.0
 
+    first = None
     for name in sorted(names, key=tier):  # stable: the listed order within a tier
         limit = maxtime(queues, name)
         if wall is not None and limit is not None and wall > limit:
             continue
-        if machine is not None and machine.has_classes and machine.eligible(
-                name, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint).bit_count() < job.nodes:
+        eligible = machine.eligible(name, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint) \
+            if machine is not None and machine.has_classes else None
+        if eligible is not None and eligible.bit_count() < job.nodes:
             continue
-        return name
-    return names[0]
+        if idle is None or eligible is None:
+            return name
+        if (eligible & idle).bit_count() >= job.nodes:
+            return name
+        first = first or name
+    return first or names[0]
+
+
+def start_where_idle(jobs: list[Job], queues: dict[str, dict[str, str]], machine: Any) -> None:
+    """Each job pending in several partitions goes to the first (``choose_queue``'s order) that
+    has enough nodes no running job holds, where one has: Slurm starts it there at once.
+    Partly used nodes count as busy.  O(running jobs' node lists + such jobs × queues)."""
+    several = [job for job in jobs if job.partitions and not job.running and job.reason is None]
+    if not several or not machine.has_classes:
+        return
+    from .node import parse_nodelist
+
+    busy = 0
+    for job in jobs:
+        if job.running and job.nodelist:
+            try:
+                for index, _, _ in parse_nodelist(job.nodelist, machine):
+                    busy |= 1 << index
+            except ValueError:
+                pass  # placing the job reports it
+    idle = machine.usable_nodes & ~busy
+    for job in several:
+        unlimited = job.data.get("wall", "").strip().upper() in NO_TIME_LIMIT
+        chosen = choose_queue(job, None if unlimited else job.wall, queues, machine, idle)
+        if chosen != job.queue:
+            job.queue = chosen
+            if unlimited:
+                job.wall = maxtime(queues, chosen) or YEAR

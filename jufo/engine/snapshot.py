@@ -17,7 +17,7 @@ from ..io.lml import Document
 from ..io.values import LATEST_EPOCH
 from . import jobsets
 from .configuration import Configuration
-from .job import RUNNING, WAITING, Job, JobReader
+from .job import RUNNING, WAITING, Job, JobReader, start_where_idle
 from .node import Machine, read_nodes
 from .queue import Queue, read_queues
 from .reservation import Reservation, read_reservations
@@ -81,6 +81,7 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     reader = JobReader(epoch, machine.max_cores, report, nodes=machine.by_name, queues=queue_data, machine=machine)
     if jobs is None:
         jobs = [reader.read(obj) for obj in doc.of_type("job")]
+        start_where_idle([job for job in jobs if job is not None], queue_data, machine)
     jobs, throttles = jobsets.expand_arrays(jobs, report)
     jobsets.combine_het(jobs)
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
