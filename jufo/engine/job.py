@@ -23,7 +23,7 @@ from typing import Any
 from ..io.dates import parse_date, parse_seconds
 from ..io.errors import Report
 from ..io.lml import LmlObject
-from .node import name_pairs, parse_memory
+from .node import name_pairs, parse_memory, parse_nodelist
 from ..io.slurm import NO_TIME_LIMIT, Meaning, classify, state_of
 from ..io.values import MAX_COUNT, MAX_SECONDS, plain_digits, whole
 
@@ -180,7 +180,7 @@ class JobReader:
         if job.running:
             self._started(job, obj)
             job.nodelist = self._nodelist(d) or None
-        unlimited = d.get("wall", "").strip().upper() in NO_TIME_LIMIT
+        unlimited = unlimited_wall(d)
         wall = None if unlimited else self._whole(job, obj, "wall", positive=False, seconds=True)
         if "," in job.queue and not job.running:
             job.partitions = job.queue
@@ -439,6 +439,16 @@ def maxtime(queues: dict[str, dict[str, str]], name: str) -> int | None:
         return None
 
 
+def unlimited_wall(data: dict[str, str]) -> bool:
+    """Whether a job's ``wall`` is one of the words with which Slurm sets no limit (LLview 2
+    passes ``UNLIMITED`` on as it is).
+
+    >>> unlimited_wall({"wall": " unlimited"}), unlimited_wall({"wall": "3600"}), unlimited_wall({})
+    (True, False, False)
+    """
+    return data.get("wall", "").strip().upper() in NO_TIME_LIMIT
+
+
 def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], machine: Any,
                  idle: int | None = None) -> str:
     """The queue a job listing several (``gpu,gpu-long``) is scheduled in: the first, by the
@@ -492,8 +502,6 @@ def start_where_idle(jobs: list[Job], queues: dict[str, dict[str, str]], machine
     several = [job for job in jobs if job.partitions and not job.running and job.reason is None]
     if not several or not machine.has_classes:
         return
-    from .node import parse_nodelist
-
     busy = 0
     for job in jobs:
         if job.running and job.nodelist:
@@ -504,7 +512,7 @@ def start_where_idle(jobs: list[Job], queues: dict[str, dict[str, str]], machine
                 pass  # placing the job reports it
     idle = machine.usable_nodes & ~busy
     for job in several:
-        unlimited = job.data.get("wall", "").strip().upper() in NO_TIME_LIMIT
+        unlimited = unlimited_wall(job.data)
         chosen = choose_queue(job, None if unlimited else job.wall, queues, machine, idle)
         if chosen != job.queue:
             job.queue = chosen
