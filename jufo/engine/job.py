@@ -483,8 +483,7 @@ def choose_queue(job: Job, wall: int | None, queues: dict[str, dict[str, str]], 
         limit = maxtime(queues, name)
         if wall is not None and limit is not None and wall > limit:
             continue
-        eligible = machine.eligible(name, job.cores_per_node, job.gpus_per_node, job.memory, job.constraint) \
-            if machine is not None and machine.has_classes else None
+        eligible = machine.for_job(job, queue=name) if machine is not None and machine.has_classes else None
         if eligible is not None and eligible.bit_count() < job.nodes:
             continue
         if idle is None or eligible is None:

@@ -135,11 +135,12 @@ class Machine:
                 mask |= members
         return mask
 
-    def for_job(self, job: Any, cores: int | None = None) -> int:
+    def for_job(self, job: Any, cores: int | None = None, queue: str | None = None) -> int:
         """Mask of nodes that may hold ``cores`` (default: its cores per node) of ``job``: its
-        queue, GPUs, memory and constraint (``eligible``, cached).  O(groups) once per ask."""
-        return self.eligible(job.queue, job.cores_per_node if cores is None else cores, job.gpus_per_node,
-                             job.memory, job.constraint)
+        queue (or ``queue``, one it may go to), GPUs, memory and constraint (``eligible``,
+        cached).  O(groups) once per ask."""
+        return self.eligible(job.queue if queue is None else queue, job.cores_per_node if cores is None else cores,
+                             job.gpus_per_node, job.memory, job.constraint)
 
     def _restricted(self, queue: str) -> dict[int, int]:
         """Nodes where ``queue`` may use some but not all cores: node index → limit."""
