@@ -226,7 +226,35 @@ def test_a_malformed_sacct_line_is_exit_2_naming_file_and_line(tmp_path):
 def test_not_a_sacct_header(tmp_path):
     (tmp_path / "s.txt").write_text("JobID|User\n1|a\n")
     result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(tmp_path / "h.db"))
-    assert result.exit_code == 2 and "missing Group" in result.stderr
+    assert result.exit_code == 2 and "missing Partition, NNodes (or AllocNodes, ReqNodes)" in result.stderr
+    assert "Group" not in result.stderr and not (tmp_path / "h.db").exists()
+
+
+def test_a_sites_own_sacct_format_without_group_account_qos_or_state_reads_as_the_recipes(tmp_path):
+    """A site's dump need not follow the README's --format: Group, Account, QOS and State may
+    be missing, and AllocNodes/AllocCPUS/TimelimitRaw (minutes) stand in for NNodes/NCPUS/Timelimit;
+    the records are those of the recipe's fields, less what was left out."""
+    full = accounting.read_sacct(SACCT.splitlines(), "s.txt")[0]
+    keep = ["JobID", "User", "Partition", "AllocNodes", "AllocCPUS", "TimelimitRaw", "Submit", "Start", "End"]
+    rows = [line.split("|") for line in SACCT.splitlines()]
+    at = {name: rows[0].index(name) for name in ("JobID", "User", "Partition", "NNodes", "NCPUS", "Timelimit",
+                                                 "Submit", "Start", "End", "State")}
+    minutes = lambda t: str(t // 60) if t else "UNLIMITED"
+    lines = ["|".join(keep)]
+    for row in rows[1:]:
+        if row[at["State"]] == "RUNNING":  # without State a running job is the one without an end
+            assert row[at["End"]] == "Unknown"
+        wall = row[at["Timelimit"]]
+        lines.append("|".join([row[at["JobID"]], row[at["User"]], row[at["Partition"]], row[at["NNodes"]],
+                               row[at["NCPUS"]], minutes(accounting.seconds_of(wall)) if wall else "",
+                               row[at["Submit"]], row[at["Start"]], row[at["End"]]]))
+    own = accounting.read_sacct(lines, "own.txt")[0]
+    assert own == [JobRecord(r.id, r.user, "", "", r.queue, "", r.nodes, r.cores, r.wall, r.submit, r.start, r.end)
+                   for r in full]
+    (tmp_path / "own.txt").write_text("\n".join(lines) + "\n")
+    result = cli("history", "import", str(tmp_path / "own.txt"), "--history", str(tmp_path / "h.db"))
+    assert result.exit_code == 0, result.stderr
+    assert "imported 4 jobs" in result.stderr
 
 
 @needs_traces

@@ -83,7 +83,13 @@ def from_swf(trace, cores_per_node: int = 1, per_queue: Callable[[str], int | No
 
 
 SACCT_FIELDS = ("JobID", "User", "Group", "Account", "Partition", "QOS", "NNodes", "NCPUS", "Timelimit",
-                "Submit", "Start", "End", "State")
+                "Submit", "Start", "End", "State")  # what the README's recipe asks sacct for
+# what a job line cannot do without; the other fields of SACCT_FIELDS read as empty where absent
+SACCT_REQUIRED = ("JobID", "User", "Partition", "NNodes", "NCPUS", "Timelimit", "Submit", "Start", "End")
+# fields a site's own --format may have instead, in order of preference (TimelimitRaw is in
+# minutes, which a Slurm duration without a colon is)
+SACCT_ALIASES = {"NNodes": ("AllocNodes", "ReqNodes"), "NCPUS": ("AllocCPUS", "ReqCPUS"),
+                 "Timelimit": ("TimelimitRaw",)}
 _UNKNOWN = {"", "unknown", "none", "n/a"}
 _ARRAY_SUMMARY = re.compile(r"^\d+_\[.*\]$")
 
@@ -95,9 +101,29 @@ def _date(text: str) -> int | None:
     return parse_date(text)[0]
 
 
+def sacct_columns(header: list[str], where: str, line: str) -> dict[str, int]:
+    """Where each field of ``SACCT_FIELDS`` stands in a sacct header: the field itself, else
+    its first alias present (``SACCT_ALIASES``); Group, Account, QOS and State may be absent
+    (empty). InputError naming what a job line cannot do without.
+
+    >>> sacct_columns("JobID|User|Partition|AllocNodes|AllocCPUS|TimelimitRaw|Submit|Start|End".split("|"), "f", "")
+    {'JobID': 0, 'User': 1, 'Partition': 2, 'NNodes': 3, 'NCPUS': 4, 'Timelimit': 5, 'Submit': 6, 'Start': 7, 'End': 8}
+    """
+    index: dict[str, int] = {}
+    for name in SACCT_FIELDS:
+        found = next((n for n in (name, *SACCT_ALIASES.get(name, ())) if n in header), None)
+        if found is not None:
+            index[name] = header.index(found)
+    missing = [name + (f" (or {', '.join(SACCT_ALIASES[name])})" if name in SACCT_ALIASES else "")
+               for name in SACCT_REQUIRED if name not in index]
+    if missing:
+        raise InputError(where, "header", line[:200], f"not a sacct --parsable2 header: missing {', '.join(missing)}")
+    return index
+
+
 def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict[str, int]]:
     """Records of ``sacct --parsable2 --allusers`` output with a header line naming at least
-    the fields of ``SACCT_FIELDS`` (any order). Job steps (``123.batch``, ``123.0``) are
+    the fields of ``SACCT_REQUIRED`` (any order, ``sacct_columns``). Job steps (``123.batch``, ``123.0``) are
     skipped, array tasks (``123_7``) and heterogeneous components (``123+1``) are jobs of
     their own, a pending array's summary line (``123_[8-100%10]``) is skipped: its tasks are
     not known yet. A malformed line is InputError naming the file and line.
@@ -112,16 +138,13 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         fields = line.split("|")
         if header is None:
             header = [f.strip() for f in fields]
-            missing = [f for f in SACCT_FIELDS if f not in header]
-            if missing:
-                raise InputError(f"{source} line {lineno}", "header", line[:200],
-                                 f"not a sacct --parsable2 header: missing {', '.join(missing)}")
-            index = {name: header.index(name) for name in SACCT_FIELDS}
+            index = sacct_columns(header, f"{source} line {lineno}", line)
             continue
         if len(fields) < len(header):
             raise InputError(f"{source} line {lineno}", None, None,
                              f"{len(fields)} fields, the header names {len(header)}")
         get = {name: fields[i].strip() for name, i in index.items()}
+        get.update((name, "") for name in SACCT_FIELDS if name not in index)
         job_id = get["JobID"]
         if "." in job_id:
             counts["steps"] += 1
