@@ -257,6 +257,27 @@ def test_a_sites_own_sacct_format_without_group_account_qos_or_state_reads_as_th
     assert "imported 4 jobs" in result.stderr
 
 
+def test_a_job_held_by_a_dependency_enters_the_backtests_queue_when_sacct_says_it_became_eligible(tmp_path):
+    """Job 3 waits for job 1 (Eligible = job 1's end): no scheduler plans it before then, so
+    the backtest's snapshots show it only from its Eligible time, and its wait counts from there."""
+    text = ("JobID|User|Partition|NNodes|NCPUS|Timelimit|Submit|Eligible|Start|End|State\n"
+            "1|a|batch|2|2|00:30:00|2025-06-02T10:00:00|2025-06-02T10:00:00|2025-06-02T10:00:00|2025-06-02T10:20:00|COMPLETED\n"
+            "2|b|batch|2|2|00:30:00|2025-06-02T10:01:00|2025-06-02T10:01:00|2025-06-02T10:20:00|2025-06-02T10:50:00|COMPLETED\n"
+            "3|a|batch|1|1|00:30:00|2025-06-02T10:02:00|2025-06-02T10:20:00|2025-06-02T10:50:00|2025-06-02T11:00:00|COMPLETED\n"
+            "4|c|batch|1|1|00:30:00|2025-06-02T10:03:00|Unknown|Unknown|Unknown|PENDING\n")
+    records = accounting.read_sacct(text.splitlines(), "s.txt")[0]
+    at = lambda t: parse_date(f"2025-06-02T{t}")[0]
+    assert [(r.id, r.submit, r.queued) for r in records] == [
+        ("1", at("10:00:00"), at("10:00:00")), ("2", at("10:01:00"), at("10:01:00")),
+        ("3", at("10:02:00"), at("10:20:00")), ("4", at("10:03:00"), at("10:03:00"))]
+    trace = swf.trace_of_records(records, "s.txt")
+    assert [(j.number, j.submit, j.wait) for j in trace.jobs] == [(1, 0, 0), (2, 60, 1140), (3, 1200, 1800)]
+    (tmp_path / "s.txt").write_text(text)
+    settings = Settings(str(tmp_path / "s.txt"), 2, 1, ())
+    assert [r.job for r in snapshot_forecasts(settings, 600)] == ["2"]  # 10:10: 3 still held by 1
+    assert [r.job for r in snapshot_forecasts(settings, 1260)] == ["3"]  # 10:21: 2 runs, 3 waits for it
+
+
 @needs_traces
 def test_swf_until_keeps_no_later_start_or_end(tmp_path):
     trace = swf.read(str(KTH))

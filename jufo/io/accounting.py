@@ -38,6 +38,17 @@ class JobRecord:
     submit: int | None = None
     start: int | None = None
     end: int | None = None
+    eligible: int | None = None  # when it could first start, if after its submit (sacct's Eligible)
+
+    @property
+    def queued(self) -> int | None:
+        """When the job began to wait for resources: its submit, or later where a dependency or
+        a begin time held it (``eligible``).
+
+        >>> JobRecord("1", submit=100).queued, JobRecord("2", submit=100, eligible=400).queued
+        (100, 400)
+        """
+        return self.submit if self.eligible is None or self.submit is None else max(self.submit, self.eligible)
 
     @property
     def runtime(self) -> int | None:
@@ -83,7 +94,7 @@ def from_swf(trace, cores_per_node: int = 1, per_queue: Callable[[str], int | No
 
 
 SACCT_FIELDS = ("JobID", "User", "Group", "Account", "Partition", "QOS", "NNodes", "NCPUS", "Timelimit",
-                "Submit", "Start", "End", "State")  # what the README's recipe asks sacct for
+                "Submit", "Eligible", "Start", "End", "State")  # what the README's recipe asks sacct for
 # what a job line cannot do without; the other fields of SACCT_FIELDS read as empty where absent
 SACCT_REQUIRED = ("JobID", "User", "Partition", "NNodes", "NCPUS", "Timelimit", "Submit", "Start", "End")
 # fields a site's own --format may have instead, in order of preference (TimelimitRaw is in
@@ -103,8 +114,8 @@ def _date(text: str) -> int | None:
 
 def sacct_columns(header: list[str], where: str, line: str) -> dict[str, int]:
     """Where each field of ``SACCT_FIELDS`` stands in a sacct header: the field itself, else
-    its first alias present (``SACCT_ALIASES``); Group, Account, QOS and State may be absent
-    (empty). InputError naming what a job line cannot do without.
+    its first alias present (``SACCT_ALIASES``); Group, Account, QOS, Eligible and State may
+    be absent (empty). InputError naming what a job line cannot do without.
 
     >>> sacct_columns("JobID|User|Partition|AllocNodes|AllocCPUS|TimelimitRaw|Submit|Start|End".split("|"), "f", "")
     {'JobID': 0, 'User': 1, 'Partition': 2, 'NNodes': 3, 'NCPUS': 4, 'Timelimit': 5, 'Submit': 6, 'Start': 7, 'End': 8}
@@ -119,6 +130,14 @@ def sacct_columns(header: list[str], where: str, line: str) -> dict[str, int]:
     if missing:
         raise InputError(where, "header", line[:200], f"not a sacct --parsable2 header: missing {', '.join(missing)}")
     return index
+
+
+def _held_until(submit: int | None, eligible: int | None, start: int | None) -> int | None:
+    """sacct's Eligible where it is after the submit (held by a dependency or a begin time),
+    never after the start; None otherwise."""
+    if eligible is None or submit is None or eligible <= submit:
+        return None
+    return eligible if start is None else min(eligible, start)
 
 
 def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict[str, int]]:
@@ -161,6 +180,7 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
                 raise ValueError(f"NNodes {nodes:,} / NCPUS {cores:,}: more than a machine can mean")
             wall = seconds_of(get["Timelimit"])
             submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
+            eligible = _date(get["Eligible"])
         except ValueError as err:
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
         state = get["State"].split()[0].upper() if get["State"] else ""
@@ -169,7 +189,8 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         elif state in ("RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "RESIZING"):
             end = None
         out.append(JobRecord(job_id, get["User"], get["Group"], get["Account"], get["Partition"].split(",")[0],
-                             get["QOS"], max(nodes, 1), max(cores, 1), wall, submit, start, end))
+                             get["QOS"], max(nodes, 1), max(cores, 1), wall, submit, start, end,
+                             _held_until(submit, eligible, start)))
         counts["jobs"] += 1
     if header is None:
         raise InputError(source, "header", None, "empty: expected sacct --parsable2 output with a header line")

@@ -204,17 +204,20 @@ def trace_of_records(records, source: str) -> Trace:
     """Finished jobs of accounting records (``accounting.read_sacct``) as a trace, so a site's own
     ``sacct`` can be backtested as an SWF trace is: times from the earliest submit, job numbers
     from plain numeric JobIDs (array tasks and het components numbered after the largest),
-    users, groups and partitions by name. Jobs that never ran are counted unusable."""
-    usable = [r for r in records if r.submit is not None and r.start is not None and r.end is not None]
+    users, groups and partitions by name. A job held by a dependency or a begin time enters the
+    queue when it became eligible (``JobRecord.queued``): until then no scheduler plans it, and
+    sacct does not say what it waited for. Jobs that never ran are counted unusable."""
+    usable = sorted((r for r in records if r.submit is not None and r.start is not None and r.end is not None),
+                    key=lambda r: (r.queued, r.id))
     trace = Trace([], unusable=len(records) - len(usable))
     if not usable:
         raise InputError(source, None, None, "no finished job with submit, start and end times")
-    zero = min(r.submit for r in usable)
+    zero = min(r.queued for r in usable)
     trace.header["UnixStartTime"] = str(zero)
     ids: dict[str, dict[str, int]] = {"user": {}, "group": {}, "queue": {}}
     numbers = [int(r.id) for r in usable if _plain(r.id)]
     taken, nxt = set(), max(numbers, default=0) + 1
-    for rec in sorted(usable, key=lambda r: (r.submit, r.id)):
+    for rec in usable:
         number = int(rec.id) if _plain(rec.id) and int(rec.id) not in taken else None
         if number is None:
             number, nxt = nxt, nxt + 1
@@ -222,10 +225,10 @@ def trace_of_records(records, source: str) -> Trace:
         user, group, queue = (ids[k].setdefault(v or "-", len(ids[k])) for k, v in
                               (("user", rec.user), ("group", rec.group), ("queue", rec.queue or "batch")))
         # a start before the submit (a requeued job's new Submit) counts as no wait, as in SWF
-        trace.jobs.append(TraceJob(number, rec.submit - zero, max(rec.start - rec.submit, 0), rec.end - rec.start,
+        trace.jobs.append(TraceJob(number, rec.queued - zero, max(rec.start - rec.queued, 0), rec.end - rec.start,
                                    rec.cores, rec.wall if rec.wall else -1, user, group, queue))
     trace.names = {k: list(v) for k, v in ids.items()}
-    trace.ids = {job.number: rec.id for job, rec in zip(trace.jobs, sorted(usable, key=lambda r: (r.submit, r.id)))}
+    trace.ids = {job.number: rec.id for job, rec in zip(trace.jobs, usable)}
     return trace
 
 
