@@ -55,7 +55,7 @@ class Lab:
     nodes: int = 16
     cores: int = 4
     accounting: bool = False
-    priority: str = "basic"  # or multifactor
+    priority: str = "basic"  # or multifactor, fairshare
     partitions: str = "exclusive"  # or mixed: an exclusive and a core-shared partition
     scheduler: str = "backfill"
     bf_interval: int = 5
@@ -119,7 +119,7 @@ def slurm_conf(lab: Lab) -> str:
         f"SchedulerParameters=bf_interval={lab.bf_interval},bf_resolution=60,bf_window=1440,bf_continue",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
-        f"PriorityType=priority/{lab.priority}",
+        *([f"PriorityType=priority/{lab.priority}"] if lab.priority != "fairshare" else []),
         "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none",
         "MinJobAge=600",
@@ -135,6 +135,10 @@ def slurm_conf(lab: Lab) -> str:
     if lab.priority == "multifactor":
         lines += ["PriorityWeightAge=1000", "PriorityWeightJobSize=1000", "PriorityMaxAge=1:00:00",
                   "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
+    elif lab.priority == "fairshare":  # as most sites: fair share first, age second; usage decays in lab time
+        lines += ["PriorityType=priority/multifactor", "PriorityWeightFairshare=10000", "PriorityWeightAge=1000",
+                  "PriorityMaxAge=1:00:00", "PriorityDecayHalfLife=0-00:10:00", "PriorityCalcPeriod=1",
+                  "PriorityWeightJobSize=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     if lab.accounting:
         # AccountingStoragePass: the munge socket for slurmdbd's connections (sacct, sacctmgr and
         # slurmctld use the default socket otherwise, and fail once no munged listens there)
@@ -494,7 +498,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tail", type=float, default=3600.0, help="seconds after the last submit to wait at most")
     p.add_argument("--accounting", action="store_true", help="MariaDB and slurmdbd, for sacct")
     p.add_argument("--install", action="store_true", help="apt-get what is missing")
-    p.add_argument("--priority", choices=["basic", "multifactor"], default="basic")
+    p.add_argument("--priority", choices=["basic", "multifactor", "fairshare"], default="basic",
+                   help="fairshare: multifactor with fair share (needs --accounting) and age weights")
     p.add_argument("--partitions", choices=["exclusive", "mixed"], default="exclusive")
     p.add_argument("--ports", type=int, default=0, help="added to every port (a second lab beside a first)")
     p.add_argument("--debug", action="store_true", help="log every backfill pass in DIR/log/slurmctld.log")
@@ -504,6 +509,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if os.geteuid() != 0:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
+    if args.priority == "fairshare" and not args.accounting:
+        raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
     if args.install:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,

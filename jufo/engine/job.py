@@ -186,7 +186,7 @@ class JobReader:
             job.partitions = job.queue
             job.queue = choose_queue(job, wall, self.queues, self.machine)
         if unlimited:
-            job.wall = maxtime(self.queues, job.queue) or YEAR
+            job.wall = no_limit_wall(self.queues, job.queue)
         elif wall is None:
             if job.running:
                 self.report.warn(obj.label, "wall", d.get("wall"), "unusable; assuming the job ends at system_time")
@@ -439,6 +439,16 @@ def maxtime(queues: dict[str, dict[str, str]], name: str) -> int | None:
         return None
 
 
+def no_limit_wall(queues: dict[str, dict[str, str]], name: str) -> int:
+    """The run time Slurm's backfill plans a job without a limit with (``_set_backfill_timelimits``):
+    its partition's MaxTime, else a year.
+
+    >>> no_limit_wall({"p": {"maxtime": "3600"}}, "p"), no_limit_wall({}, "p") == YEAR
+    (3600, True)
+    """
+    return maxtime(queues, name) or YEAR
+
+
 def unlimited_wall(data: dict[str, str]) -> bool:
     """Whether a job's ``wall`` is one of the words with which Slurm sets no limit (LLview 2
     passes ``UNLIMITED`` on as it is).
@@ -516,4 +526,4 @@ def start_where_idle(jobs: list[Job], queues: dict[str, dict[str, str]], machine
         if chosen != job.queue:
             job.queue = chosen
             if unlimited:
-                job.wall = maxtime(queues, chosen) or YEAR
+                job.wall = no_limit_wall(queues, chosen)
