@@ -288,6 +288,36 @@ TRACE_COMMANDS = {
 }
 
 
+def bench_hpc2n_cron(repeat: int) -> dict:
+    """A cron run on 90 days of HPC2N: the trace's first year imported into a history (with 14
+    days of retro-forecasts), one ``predict --history`` at the year's end (which keeps the last
+    90 days: 18,035 jobs, 11,872 forecasts), then the timed run five minutes later on a fresh
+    copy each time, refit included, against plain ``predict`` of the same snapshot."""
+    import shutil
+
+    year = 365 * 86400
+    with tempfile.TemporaryDirectory() as tmp:
+        db, first, snap, out = (os.path.join(tmp, n) for n in ("master.db", "first.xml", "snap.xml", "out.xml"))
+        jufo = [sys.executable, "-m", "jufo"]
+        subprocess.run([*jufo, "history", "import", HPC2N, "--history", db, "--until", str(year), "--retro", "14",
+                        "--nodes", "120", "--cores", "2", "-P", "2"], check=True, capture_output=True)
+        for path, at in ((first, year), (snap, year + 300)):
+            subprocess.run([*jufo, "swf2lml", HPC2N, "--at", str(at), "--nodes", "120", "--cores", "2", "-o", path,
+                            "-q"], check=True)
+        subprocess.run([*jufo, "predict", first, "--history", db, "-o", out, "-q"], check=True)
+        plain, learned, peak = [], [], 0
+        for i in range(repeat):
+            plain.append(_time([*jufo, "predict", snap, "-o", out, "-q"])[0])
+            copy = os.path.join(tmp, f"h{i}.db")
+            shutil.copy(db, copy)
+            seconds, rss = _time([*jufo, "predict", snap, "-o", out, "-q", "--history", copy])
+            learned.append(seconds)
+            peak = max(peak, rss)
+        p, h = statistics.median(plain), statistics.median(learned)
+        return {"case": "hpc2n-cron", "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2),
+                "peak_mib": round(peak / 1024)}
+
+
 def synthetic_sacct(folder: str, shape: Shape, jobs: int = 20_000, gap: float = 118.0) -> tuple[str, str]:
     """A site's accounting and a snapshot of its machine, for ``backtest --machine``: the
     ``shape`` machine's nodes in a big partition and a devel one of 10 nodes, and ``jobs``
@@ -530,6 +560,8 @@ def bench(name: str, shape: Shape | None, repeat: int) -> dict:
         return bench_history(repeat, name.removesuffix("-history"))
     if name == "juropa-sacct-backtest":
         return bench_sacct_backtest(repeat)
+    if name == "hpc2n-cron":
+        return bench_hpc2n_cron(repeat)
     if name in TRACE_COMMANDS:
         return bench_trace_command(name, TRACE_COMMANDS[name], repeat)
     with tempfile.TemporaryDirectory() as tmp:
@@ -565,7 +597,7 @@ def growth_exponent(rows: list[dict]) -> float:
 
 ALL_CASES = [*CASES, "juropa-whatif", "kth-snapshot", "kth-replay", "kth-predict", "kth-floor", "kth-compression", "juropa-history",
              "juropa-slurm-replan-history",
-             "large-history", "juropa-sacct-backtest", *SLURM_SITE,
+             "large-history", "juropa-sacct-backtest", "hpc2n-cron", *SLURM_SITE,
              *TRACE_COMMANDS]
 
 
@@ -595,6 +627,9 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
         if args.json:
             print(json.dumps(row))
+        elif name == "hpc2n-cron":
+            print(f"{name:22s} predict --history {row['jufo_s']:6.3f} s  plain predict {row['plain_s']:6.3f} s  "
+                  f"peak {row['peak_mib']:6d} MiB  (90 days of HPC2N: 18,035 jobs, 11,872 forecasts)")
         elif name.endswith("-history"):
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  predict without history {row['plain_s']:6.3f} s  "
                   f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (90 days, 54,000 jobs)")
