@@ -257,6 +257,26 @@ def test_a_sites_own_sacct_format_without_group_account_qos_or_state_reads_as_th
     assert "imported 4 jobs" in result.stderr
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_sacct_columns_in_any_order_with_extra_fields_read_the_same(seed):
+    """Any order of the recipe's columns, with fields jufo does not read among them (free text
+    with blanks included), gives the same records; dropping Group, Account or QOS empties only
+    that field."""
+    rng = random.Random(seed)
+    rows = [line.split("|") for line in SACCT.splitlines()]
+    extra = {"JobName": lambda i: f"run {i} of sim", "ExitCode": lambda i: "0:0", "Elapsed": lambda i: "00:30:00"}
+    names = rows[0] + list(extra)
+    table = [row + [make(i) for make in extra.values()] for i, row in enumerate(rows[1:])]
+    dropped = set(rng.sample(["Group", "Account", "QOS"], rng.randint(0, 3)))
+    order = [n for n in names if n not in dropped]
+    rng.shuffle(order)
+    lines = ["|".join(order)] + ["|".join(row[names.index(n)] for n in order) for row in table]
+    expected = [JobRecord(r.id, r.user, "" if "Group" in dropped else r.group, "" if "Account" in dropped else r.account,
+                          r.queue, "" if "QOS" in dropped else r.qos, r.nodes, r.cores, r.wall, r.submit, r.start, r.end)
+                for r in accounting.read_sacct(SACCT.splitlines(), "s.txt")[0]]
+    assert accounting.read_sacct(lines, "shuffled.txt")[0] == expected
+
+
 def test_a_job_held_by_a_dependency_enters_the_backtests_queue_when_sacct_says_it_became_eligible(tmp_path):
     """Job 3 waits for job 1 (Eligible = job 1's end): no scheduler plans it before then, so
     the backtest's snapshots show it only from its Eligible time, and its wait counts from there."""
