@@ -391,3 +391,24 @@ def test_a_quiet_lab_where_jufos_plan_and_slurms_estimate_differ_the_real_start_
     assert result["fidelity_compared"] >= 30 and len(differ) == 7, differ
     assert all(abs(d["actual"] - d["jufo"]) < abs(d["actual"] - d["slurm"]) for d in differ), differ
     assert result["walltime"]["median_abs_error"] < result["slurm"]["median_abs_error"]
+
+
+def test_a_fair_share_lab_is_planned_in_the_priority_slurm_computed(tmp_path_factory):
+    """lab-fairshare.tar.xz (115 KB), recorded 2026-11-27: KTH's trace from its 12,000th job
+    (320 jobs, time / 100) on 100 nodes of 1 core, one exclusive partition, priority/multifactor
+    with fair share (weight 10,000, usage halving every 10 minutes) and age (1,000), as most sites
+    run it; 99 captures every 30 s in 50 minutes (``python lab/slurmlab.py run
+    ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz --dir DIR --nodes 100 --cores 1 --jobs 320
+    --skip 12000 --scale 100 --procs 100 --every 30 --accounting --priority fairshare --tail
+    1200``). jufo cannot recompute fair share: ``jufo slurm config`` orders by the priority Slurm
+    computed (``userprio``), and so planned, the walltime forecast is Slurm's own estimate on
+    540 of 557 job-snapshots (96.9 %)."""
+    sys.path.insert(0, str(ROOT / "lab"))
+    import score
+
+    folder = unpack(tmp_path_factory, "lab-fairshare")
+    site = (folder / "capture" / "0000" / "config.txt").read_text()
+    assert "PriorityWeightFairShare" in site and "priority/multifactor" in site
+    result = score.score(folder, history=False)
+    assert result["fidelity_compared"] == 557 and result["fidelity_within_60s"] >= 0.95
+    assert result["walltime"]["median_abs_error"] <= result["slurm"]["median_abs_error"]
