@@ -239,27 +239,34 @@ def synthetic_history(path: str, shape: Shape, days: int = 90, per_day: int = 60
         store.set_meta("capacity", str(shape.nodes * shape.cores))
 
 
+def _with_and_without_history(src: str, master: str, tmp: str, repeat: int) -> tuple[float, float, int]:
+    """Median seconds of plain ``predict`` of ``src`` and of ``predict --history`` on a fresh
+    copy of the history ``master`` each time, and the latter's peak memory (KiB)."""
+    import shutil
+
+    out = os.path.join(tmp, "timed.xml")
+    plain, learned, peak = [], [], 0
+    for i in range(repeat):
+        plain.append(_time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])[0])
+        copy = os.path.join(tmp, f"h{i}.db")
+        shutil.copy(master, copy)
+        seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q", "--history", copy])
+        learned.append(seconds)
+        peak = max(peak, rss)
+    return statistics.median(plain), statistics.median(learned), peak
+
+
 def bench_history(repeat: int, machine: str = "juropa") -> dict:
     """``predict --history`` on the ``machine`` snapshot (``juropa``, ``large``) with 90 days of
     history (54,000 jobs and forecasts, user caps learned from them), against plain
     ``predict``; each run on a fresh copy of the history."""
-    import shutil
-
     shape = CASES[machine]
     with tempfile.TemporaryDirectory() as tmp:
-        src, out, master = (os.path.join(tmp, n) for n in ("in.xml", "out.xml", "master.db"))
+        src, master = (os.path.join(tmp, n) for n in ("in.xml", "master.db"))
         with open(src, "wb") as fh:
             fh.write(generate(shape))
         synthetic_history(master, shape)
-        plain, learned, peak = [], [], 0
-        for i in range(repeat):
-            plain.append(_time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])[0])
-            copy = os.path.join(tmp, f"h{i}.db")
-            shutil.copy(master, copy)
-            seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q", "--history", copy])
-            learned.append(seconds)
-            peak = max(peak, rss)
-        p, h = statistics.median(plain), statistics.median(learned)
+        p, h, peak = _with_and_without_history(src, master, tmp, repeat)
         return {"case": f"{machine}-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,
                 "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2), "peak_mib": round(peak / 1024)}
 
@@ -293,8 +300,6 @@ def bench_hpc2n_cron(repeat: int) -> dict:
     days of retro-forecasts), one ``predict --history`` at the year's end (which keeps the last
     90 days: 18,035 jobs, 11,872 forecasts), then the timed run five minutes later on a fresh
     copy each time, refit included, against plain ``predict`` of the same snapshot."""
-    import shutil
-
     year = 365 * 86400
     with tempfile.TemporaryDirectory() as tmp:
         db, first, snap, out = (os.path.join(tmp, n) for n in ("master.db", "first.xml", "snap.xml", "out.xml"))
@@ -305,15 +310,7 @@ def bench_hpc2n_cron(repeat: int) -> dict:
             subprocess.run([*jufo, "swf2lml", HPC2N, "--at", str(at), "--nodes", "120", "--cores", "2", "-o", path,
                             "-q"], check=True)
         subprocess.run([*jufo, "predict", first, "--history", db, "-o", out, "-q"], check=True)
-        plain, learned, peak = [], [], 0
-        for i in range(repeat):
-            plain.append(_time([*jufo, "predict", snap, "-o", out, "-q"])[0])
-            copy = os.path.join(tmp, f"h{i}.db")
-            shutil.copy(db, copy)
-            seconds, rss = _time([*jufo, "predict", snap, "-o", out, "-q", "--history", copy])
-            learned.append(seconds)
-            peak = max(peak, rss)
-        p, h = statistics.median(plain), statistics.median(learned)
+        p, h, peak = _with_and_without_history(snap, db, tmp, repeat)
         return {"case": "hpc2n-cron", "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2),
                 "peak_mib": round(peak / 1024)}
 

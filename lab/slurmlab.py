@@ -119,7 +119,7 @@ def slurm_conf(lab: Lab) -> str:
         f"SchedulerParameters=bf_interval={lab.bf_interval},bf_resolution=60,bf_window=1440,bf_continue",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
-        *([f"PriorityType=priority/{lab.priority}"] if lab.priority != "fairshare" else []),
+        f"PriorityType=priority/{'multifactor' if lab.priority == 'fairshare' else lab.priority}",
         "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none",
         "MinJobAge=600",
@@ -136,7 +136,7 @@ def slurm_conf(lab: Lab) -> str:
         lines += ["PriorityWeightAge=1000", "PriorityWeightJobSize=1000", "PriorityMaxAge=1:00:00",
                   "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     elif lab.priority == "fairshare":  # as most sites: fair share first, age second; usage decays in lab time
-        lines += ["PriorityType=priority/multifactor", "PriorityWeightFairshare=10000", "PriorityWeightAge=1000",
+        lines += ["PriorityWeightFairshare=10000", "PriorityWeightAge=1000",
                   "PriorityMaxAge=1:00:00", "PriorityDecayHalfLife=0-00:10:00", "PriorityCalcPeriod=1",
                   "PriorityWeightJobSize=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     if lab.accounting:
