@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 
@@ -419,6 +420,31 @@ def test_snapshot_reads_sdiag_per_node_cores_and_node_ranges(tmp_path):
     (cap / "sdiag.txt").write_text("sdiag: error: access denied\n")  # no pass time: none written
     assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
     assert "plan_time" not in lml.read(str(snap)).of_type("scheduler")[0].data
+
+
+def test_cores_kept_for_the_system_are_not_planned(tmp_path):
+    """A node with cores kept for the system (``CoreSpecCount``: ``CPUEfctv`` below ``CPUTot``)
+    offers jobs only its effective CPUs: n08 keeps one of its four, so nothing is planned on
+    more than three of them (LLview 2's adapter writes ``CPUTot`` and would)."""
+    cap = tmp_path / "cap"
+    shutil.copytree(LAB, cap)
+    text = (cap / "node.txt").read_text()
+    assert "NodeName=n08 " in text and "CPUEfctv=4 CPUTot=4" in text
+    (cap / "node.txt").write_text("\n".join(line.replace("CPUEfctv=4", "CPUEfctv=3 CoreSpecCount=1")
+                                            if line.startswith("NodeName=n08 ") else line
+                                            for line in text.splitlines()) + "\n")
+    snap, out = tmp_path / "snap.xml", tmp_path / "out.xml"
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+    nodes = {o.data["id"] if "id" in o.data else o.name: o.data for o in lml.read(str(snap)).of_type("node")}
+    cores = sorted(data["ncores"] for data in nodes.values())
+    assert cores == ["3"] + ["4"] * 7
+    assert run("predict", str(snap), "-o", str(out), "-q").exit_code == 0
+    planned = 0
+    for job in lml.read(str(out)).of_type("job"):
+        for name, count in re.findall(r"\((n\d+),(\d+)\)", job.data.get("jufo_nodelist", "")):
+            planned += name == "n08"
+            assert name != "n08" or int(count) <= 3, job.data
+    assert planned  # the shared partition's jobs do go to n08, on its three cores
 
 
 # --- what production sites show and the lab does not (tests/data/slurm/production) -----------

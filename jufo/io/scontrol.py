@@ -269,9 +269,9 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     last_pass = backfill_pass(text.sdiag)
     if last_pass is not None and last_pass <= now:  # Slurm's estimates are the plan of that pass
         settings["plan_time"] = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(last_pass))
-    cpus = {}
-    for k, node in enumerate(nodes):
-        cpus[node["NodeName"]] = node.get("CPUTot", node.get("CPUEfctv", "1"))
+    # the CPUs jobs may use: CPUEfctv leaves out cores kept for the system (CoreSpecCount,
+    # CpuSpecList); LLview 2's adapter writes CPUTot, which would plan jobs onto them
+    cpus = {node["NodeName"]: node.get("CPUEfctv", node.get("CPUTot", "1")) for node in nodes}
     classes: dict[str, str] = {}
     tiers: dict[str, str] = {}
     for k, part in enumerate(partitions):
