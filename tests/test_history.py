@@ -223,6 +223,16 @@ def test_a_malformed_sacct_line_is_exit_2_naming_file_and_line(tmp_path):
     assert f"{tmp_path / 's.txt'} line 2" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_jobidraw_stands_in_for_jobid(tmp_path):
+    """A dump with JobIDRaw instead of JobID reads the same jobs (array tasks numbered plainly)."""
+    lines = SACCT.splitlines()
+    raw = [lines[0].replace("JobID|", "JobIDRaw|", 1)] + lines[1:]
+    assert raw[0] != lines[0] and "JobID|" not in raw[0]
+    assert accounting.read_sacct(raw, "raw.txt")[0] == accounting.read_sacct(lines, "s.txt")[0]
+    (tmp_path / "raw.txt").write_text("\n".join(raw) + "\n")
+    assert accounting.is_sacct(str(tmp_path / "raw.txt"))  # a backtest takes it for sacct, not SWF
+
+
 def test_not_a_sacct_header(tmp_path):
     (tmp_path / "s.txt").write_text("JobID|User\n1|a\n")
     result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(tmp_path / "h.db"))

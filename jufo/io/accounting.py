@@ -98,8 +98,8 @@ SACCT_FIELDS = ("JobID", "User", "Group", "Account", "Partition", "QOS", "NNodes
 # what a job line cannot do without; the other fields of SACCT_FIELDS read as empty where absent
 SACCT_REQUIRED = ("JobID", "User", "Partition", "NNodes", "NCPUS", "Timelimit", "Submit", "Start", "End")
 # fields a site's own --format may have instead, in order of preference (TimelimitRaw is in
-# minutes, which a Slurm duration without a colon is)
-SACCT_ALIASES = {"NNodes": ("AllocNodes", "ReqNodes"), "NCPUS": ("AllocCPUS", "ReqCPUS"),
+# minutes, which a Slurm duration without a colon is; JobIDRaw numbers array tasks plainly)
+SACCT_ALIASES = {"JobID": ("JobIDRaw",), "NNodes": ("AllocNodes", "ReqNodes"), "NCPUS": ("AllocCPUS", "ReqCPUS"),
                  "Timelimit": ("TimelimitRaw",)}
 _UNKNOWN = {"", "unknown", "none", "n/a"}
 _ARRAY_SUMMARY = re.compile(r"^\d+_\[.*\]$")
@@ -226,7 +226,7 @@ def text_lines(path: str) -> list[str]:
 
 def is_sacct(path: str) -> bool:
     """Whether ``path`` looks like ``sacct --parsable2`` output (its first line a header naming
-    JobID, fields split by ``|``) rather than an SWF trace."""
+    JobID or JobIDRaw, fields split by ``|``) rather than an SWF trace."""
     import gzip
 
     opener = gzip.open if path.endswith(".gz") else open
@@ -236,4 +236,4 @@ def is_sacct(path: str) -> bool:
     except (OSError, EOFError):
         return False
     first = next((line for line in head.splitlines() if line.strip()), "")
-    return "|" in first and "JobID" in first.split("|")
+    return "|" in first and any(name in ("JobID", "JobIDRaw") for name in first.split("|"))
