@@ -1197,7 +1197,7 @@ def slurm() -> None:
 
 _FROM = click.option("--from", "directory", type=click.Path(file_okay=False), default=None,
                      help="Read saved scontrol outputs from this folder (job.txt, node.txt, partition.txt, "
-                          "reservation.txt, config.txt; and sdiag.txt if there) instead of running scontrol.")
+                          "reservation.txt, config.txt; and sdiag.txt, qos.txt if there) instead of running scontrol.")
 _SCONTROL_TIMEOUT = click.option("--scontrol-timeout", type=click.FloatRange(min=0.1, max=600), default=30,
                                  show_default=True, help="Seconds each scontrol call may take.")
 

@@ -61,6 +61,7 @@ class Lab:
     bf_interval: int = 5
     ports: int = 0  # added to every port, so that two labs can run side by side
     debug: bool = False  # log every backfill pass (DebugFlags=Backfill,BackfillMap)
+    user_limit: int = 0  # the normal QOS's MaxJobsPerUser (0: none), as sites limit running jobs
 
     @property
     def munge_socket(self) -> Path:
@@ -144,6 +145,8 @@ def slurm_conf(lab: Lab) -> str:
         # slurmctld use the default socket otherwise, and fail once no munged listens there)
         lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
                   f"AccountingStoragePort={DBD_PORT + lab.ports}", f"AccountingStoragePass={lab.munge_socket}"]
+        if lab.user_limit:  # QOS limits count only where enforced (and every user needs an association)
+            lines.append("AccountingStorageEnforce=associations,limits,qos")
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
     lines.append(f"NodeName={lab.names} NodeHostname=localhost NodeAddr=127.0.0.1 "
@@ -237,6 +240,8 @@ def start_accounting(lab: Lab) -> None:
     sh("sacctmgr", "-i", "add", "account", "lab", "Cluster=jufolab", check=False, env=env)
     for user in USERS + ["root"]:
         sh("sacctmgr", "-i", "add", "user", user, "Account=lab", "Cluster=jufolab", check=False, env=env)
+    if lab.user_limit:
+        sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxJobsPerUser={lab.user_limit}", env=env)
 
 
 def start(lab: Lab) -> dict[str, str]:
@@ -392,7 +397,8 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
 # what ``jufo slurm snapshot --from`` reads, squeue's view of the same moment, and sdiag (when
 # the last backfill pass began: Slurm's estimates are that pass's plan)
 CAPTURES = {**{f"{name}.txt": cmd for name, cmd in COMMANDS.items()},
-            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"], "sdiag.txt": ["sdiag"]}
+            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"], "sdiag.txt": ["sdiag"],
+            "qos.txt": ["scontrol", "show", "assoc_mgr", "flags=qos"]}
 
 
 def capture(lab: Lab, env: dict[str, str], seq: int) -> Path:
@@ -503,6 +509,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--partitions", choices=["exclusive", "mixed"], default="exclusive")
     p.add_argument("--ports", type=int, default=0, help="added to every port (a second lab beside a first)")
     p.add_argument("--debug", action="store_true", help="log every backfill pass in DIR/log/slurmctld.log")
+    p.add_argument("--user-limit", type=int, default=0,
+                   help="the normal QOS's MaxJobsPerUser: jobs beyond it wait as QOSMaxJobsPerUserLimit "
+                        "(needs --accounting)")
     args = p.parse_args(argv)
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
@@ -511,10 +520,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
     if args.priority == "fairshare" and not args.accounting:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
+    if args.user_limit and not args.accounting:
+        raise SystemExit("slurmlab: --user-limit needs --accounting (QOS limits are slurmdbd's)")
     if args.install:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
-              ports=args.ports, debug=args.debug)
+              ports=args.ports, debug=args.debug, user_limit=args.user_limit)
     try:
         env = start(lab)
         if args.action == "start":

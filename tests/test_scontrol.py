@@ -447,6 +447,78 @@ def test_cores_kept_for_the_system_are_not_planned(tmp_path):
     assert planned  # the shared partition's jobs do go to n08, on its three cores
 
 
+QOS_TEXT = """Current Association Manager state
+
+QOS Records
+
+QOS=normal(1)
+    UsageRaw=0.000000
+    GrpJobs=N(3) GrpJobsAccrue=N(0) GrpSubmitJobs=N(11) GrpWall=N(0.00)
+    Account Limits
+      lab
+        MaxJobsPA=N(3) MaxJobsAccruePA=N(0) MaxSubmitJobsPA=N(11)
+    User Limits
+      1001
+        MaxJobsPU=1(0) MaxJobsAccruePU=N(0) MaxSubmitJobsPU=N(3)
+        MaxTRESPU=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+      1002
+        MaxJobsPU=N(2) MaxJobsAccruePU=N(0) MaxSubmitJobsPU=N(4)
+"""
+
+
+def _overlap(jobs: list[dict[str, str]]) -> int:
+    """The most of these jobs that run at once in a forecast."""
+    events = sorted((_when(d[key]), +1 if key == "jufo_starttime" else -1) for d in jobs
+                    for key in ("jufo_starttime", "jufo_endtime"))
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_a_qos_limit_on_running_jobs_per_user_holds_the_users_jobs_back(tmp_path):
+    """``scontrol show assoc_mgr flags=qos`` (``qos.txt`` beside the capture, in the real
+    output's layout) says jlab1 (uid 1001) may run one job of QOS normal at once: the snapshot
+    writes ``qos_maxjobsperuser`` on that user's jobs, and the simulation runs them one after
+    another, where without the QOS limits two of them run together. ``N`` (jlab2) is no limit.
+    Slurm's own plan (``plan=slurm``) ignores the limit for later starts, as Slurm's backfill
+    does, so the simulation shows it."""
+    cap = tmp_path / "cap"
+    shutil.copytree(LAB, cap)
+    (cap / "job.txt").write_text((cap / "job.txt").read_text().replace("QOS=(null)", "QOS=normal"))
+    starts = {}
+    for name, qos in (("without", None), ("with", QOS_TEXT)):
+        if qos:
+            (cap / "qos.txt").write_text(qos)
+        snap, out = tmp_path / f"{name}.xml", tmp_path / f"{name}-out.xml"
+        assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+        jobs = [o.data for o in lml.read(str(snap)).of_type("job")]
+        caps = {(d["owner"], d.get("qos_maxjobsperuser")) for d in jobs}
+        assert caps == ({("jlab1", "1"), ("jlab2", None), ("jlab3", None)} if qos else
+                        {("jlab1", None), ("jlab2", None), ("jlab3", None)})
+        assert run("predict", str(snap), "-o", str(out), "-q", "--set", "plan=simulate").exit_code == 0
+        starts[name] = [o.data for o in lml.read(str(out)).of_type("job") if o.data["owner"] == "jlab1"]
+    assert len(starts["with"]) == 3
+    assert _overlap(starts["without"]) >= 2 and _overlap(starts["with"]) == 1
+
+
+def test_a_bad_qos_limit_is_named(tmp_path):
+    """A ``qos_maxjobsperuser`` that is not a positive whole number makes its job BadInput,
+    naming the key and value, as any bad count of a job does; the other jobs are forecast."""
+    cap = tmp_path / "cap"
+    shutil.copytree(LAB, cap)
+    snap = tmp_path / "snap.xml"
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+    text = snap.read_text()
+    first = text.index('<data key="owner"')
+    snap.write_text(text[:first] + '<data key="qos_maxjobsperuser" value="many"/>\n' + text[first:])
+    assert run("predict", str(snap), "-o", str(tmp_path / "out.xml"), "-q").exit_code == 0
+    bad = [o.data for o in lml.read(str(tmp_path / "out.xml")).of_type("job") if o.data.get("qos_maxjobsperuser")]
+    assert len(bad) == 1 and "jufo_starttime" not in bad[0]
+    assert bad[0]["jufo_reason"].startswith("BadInput: qos_maxjobsperuser") and "'many'" in bad[0]["jufo_reason"]
+
+
 # --- what production sites show and the lab does not (tests/data/slurm/production) -----------
 
 PRODUCTION = ROOT / "tests" / "data" / "slurm" / "production"

@@ -233,6 +233,7 @@ class SlurmText:
     config: str
     at: int | None = None  # the capture's epoch second, if known
     sdiag: str = ""  # sdiag's output, if it could be had: when the last backfill pass began
+    qos: str = ""  # ``scontrol show assoc_mgr flags=qos``, if it could be had: the QOS limits per user
     names: dict[str, str] = field(default_factory=lambda: {k: f"{k}.txt" for k in
                                                            ("job", "node", "partition", "reservation", "config")})
 
@@ -296,8 +297,14 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         if name in classes:
             data["classes"] = classes[name]
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
+    per_user = qos_user_limits(text.qos)
     for k, job in enumerate(jobs):
-        objects.append((f"j{k}", "job", _job_data(job, text.names["job"], k + 1, tiers)))
+        data = _job_data(job, text.names["job"], k + 1, tiers)
+        uid = re.search(r"\((\d+)\)$", job.get("UserId", ""))
+        cap = per_user.get((job.get("QOS", ""), uid.group(1))) if uid else None
+        if cap is not None:
+            data["qos_maxjobsperuser"] = str(cap)
+        objects.append((f"j{k}", "job", data))
     for k, resv in enumerate(reservations):
         data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", "")),
                 "endtime": _llview_date(resv.get("EndTime", "")), "state": resv.get("State", ""),
@@ -656,28 +663,66 @@ def backfill_pass(sdiag: str) -> int | None:
     return int(m.group(1)) if m and int(m.group(1)) > 0 else None
 
 
-def run_sdiag(timeout: float) -> str:
-    """``sdiag``'s output, or "" where it cannot be had (it is optional: without it the plan is
-    made as of the last change the snapshot shows)."""
+_QOS_RECORD = re.compile(r"^\s*QOS=(\S+?)\(\d+\)")
+_MAX_JOBS_PU = re.compile(r"\bMaxJobsPU=(\d+|N)\(")
+
+
+def qos_user_limits(text: str) -> dict[tuple[str, str], int]:
+    """``(QOS, uid) → MaxJobsPU``: the most jobs of that QOS the user may run at once, from the
+    "User Limits" of ``scontrol show assoc_mgr flags=qos`` (``N``: no limit, left out).
+    Unreadable or missing output gives no limits (the snapshot is complete without them).
+
+    >>> qos_user_limits("QOS=normal(1)\\n  User Limits\\n    1001\\n      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\n"
+    ...                 "    1002\\n      MaxJobsPU=N(2)\\nQOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=1(0)\\n")
+    {('normal', '1001'): 4, ('long', '1001'): 1}
+    """
+    out: dict[tuple[str, str], int] = {}
+    qos = uid = None
+    users = False
+    for line in text.splitlines():
+        record = _QOS_RECORD.match(line)
+        if record:
+            qos, uid, users = record.group(1), None, False
+            continue
+        word = line.strip()
+        if word in ("User Limits", "Account Limits"):
+            users, uid = word == "User Limits", None
+        elif users and word.isdigit():
+            uid = word
+        elif users and qos is not None and uid is not None:
+            found = _MAX_JOBS_PU.search(line)
+            if found and found.group(1) != "N":
+                out[(qos, uid)] = int(found.group(1))
+    return out
+
+
+def run_optional(cmd: list[str], timeout: float) -> str:
+    """The output of a command jufo can do without (``sdiag``: without it the plan is made as of
+    the last change the snapshot shows; the QOS limits), or "" where it cannot be had."""
     import subprocess
 
     try:
-        done = subprocess.run(["sdiag"], capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
 
 
+OPTIONAL = {"sdiag": ["sdiag"], "qos": ["scontrol", "show", "assoc_mgr", "flags=qos"]}
+
+
 def capture(directory: str | None, timeout: float = 30.0) -> SlurmText:
     """Everything ``snapshot_objects`` needs: from saved outputs (``DIR/job.txt`` ... and, if
-    present, ``DIR/at``, the capture's epoch second) or from scontrol now."""
+    present, ``DIR/at``, the capture's epoch second, and the optional ``sdiag.txt`` and
+    ``qos.txt``) or from scontrol now."""
     import os
 
     names = tuple(COMMANDS)
     if directory is None:
         at = int(time.time())
         return SlurmText(**{name: run_scontrol(name, timeout) for name in names}, at=at,
-                         names={name: " ".join(COMMANDS[name]) for name in names}, sdiag=run_sdiag(timeout))
+                         names={name: " ".join(COMMANDS[name]) for name in names},
+                         **{name: run_optional(cmd, timeout) for name, cmd in OPTIONAL.items()})
     texts = read_saved(directory, names)
     where = {name: os.path.join(directory, f"{name}.txt") for name in names}
     at = None
@@ -688,10 +733,8 @@ def capture(directory: str | None, timeout: float = 30.0) -> SlurmText:
         if not raw.isdigit():
             raise InputError(stamp, None, raw, "not an epoch second")
         at = int(raw)
-    sdiag = ""
-    if os.path.exists(os.path.join(directory, "sdiag.txt")):
-        sdiag = read_saved(directory, ("sdiag",))["sdiag"]
-    return SlurmText(**texts, at=at, names=where, sdiag=sdiag)
+    present = tuple(name for name in OPTIONAL if os.path.exists(os.path.join(directory, f"{name}.txt")))
+    return SlurmText(**texts, at=at, names=where, **read_saved(directory, present))
 
 
 def site_config(directory: str | None, timeout: float = 30.0) -> tuple[bytes, list[str]]:
