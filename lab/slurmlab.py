@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # jufo's own reader, from the checkout
-from jufo.io.scontrol import COMMANDS  # noqa: E402
+from jufo.io.scontrol import COMMANDS, OPTIONAL  # noqa: E402
 
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 ACCOUNTING_PACKAGES = ["mariadb-server", "slurmdbd"]
@@ -394,11 +394,10 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
     return out
 
 
-# what ``jufo slurm snapshot --from`` reads, squeue's view of the same moment, and sdiag (when
-# the last backfill pass began: Slurm's estimates are that pass's plan)
-CAPTURES = {**{f"{name}.txt": cmd for name, cmd in COMMANDS.items()},
-            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"], "sdiag.txt": ["sdiag"],
-            "qos.txt": ["scontrol", "show", "assoc_mgr", "flags=qos"]}
+# what ``jufo slurm snapshot --from`` reads (sdiag: when the last backfill pass began, Slurm's
+# estimates being that pass's plan; the QOS limits), and squeue's view of the same moment
+CAPTURES = {**{f"{name}.txt": cmd for name, cmd in {**COMMANDS, **OPTIONAL}.items()},
+            "squeue.txt": ["squeue", "--start", "-h", "-o", "%i %S %r"]}
 
 
 def capture(lab: Lab, env: dict[str, str], seq: int) -> Path:

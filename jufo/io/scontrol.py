@@ -178,6 +178,12 @@ def _user(text: str) -> str:
     return re.sub(r"\(\d+\)$", "", text)
 
 
+def _uid(text: str) -> str | None:
+    """``alice(1001)`` → ``1001``; None without one."""
+    found = re.search(r"\((\d+)\)$", text)
+    return found.group(1) if found else None
+
+
 def _count(text: str) -> str:
     """``2-2`` (min-max, as a pending job's NumNodes) → ``2``."""
     return text.split("-", 1)[0]
@@ -300,8 +306,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     per_user = qos_user_limits(text.qos)
     for k, job in enumerate(jobs):
         data = _job_data(job, text.names["job"], k + 1, tiers)
-        uid = re.search(r"\((\d+)\)$", job.get("UserId", ""))
-        cap = per_user.get((job.get("QOS", ""), uid.group(1))) if uid else None
+        cap = per_user.get((job.get("QOS", ""), _uid(job.get("UserId", ""))))
         if cap is not None:
             data["qos_maxjobsperuser"] = str(cap)
         objects.append((f"j{k}", "job", data))
