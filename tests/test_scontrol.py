@@ -462,7 +462,11 @@ QOS=normal(1)
         MaxJobsPU=1(0) MaxJobsAccruePU=N(0) MaxSubmitJobsPU=N(3)
         MaxTRESPU=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
       1002
-        MaxJobsPU=N(2) MaxJobsAccruePU=N(0) MaxSubmitJobsPU=N(4)
+        MaxJobsPU=1(2) MaxJobsAccruePU=N(0) MaxSubmitJobsPU=N(4)
+QOS=long(2)
+    User Limits
+      1003
+        MaxJobsPU=N(0) MaxJobsAccruePU=N(0) MaxSubmitJobsPU=N(0)
 """
 
 
@@ -477,46 +481,55 @@ def _overlap(jobs: list[dict[str, str]]) -> int:
     return most
 
 
+def _qos_capture(tmp_path, qos: str | None):
+    """The mixed lab's capture with every job of QOS normal, and ``qos.txt`` if given."""
+    cap = tmp_path / "cap"
+    if not cap.exists():
+        shutil.copytree(LAB, cap)
+        (cap / "job.txt").write_text((cap / "job.txt").read_text().replace("QOS=(null)", "QOS=normal"))
+    if qos is not None:
+        (cap / "qos.txt").write_text(qos)
+    return cap
+
+
 def test_a_qos_limit_on_running_jobs_per_user_holds_the_users_jobs_back(tmp_path):
     """``scontrol show assoc_mgr flags=qos`` (``qos.txt`` beside the capture, in the real
-    output's layout) says jlab1 (uid 1001) may run one job of QOS normal at once: the snapshot
-    writes ``qos_maxjobsperuser`` on that user's jobs, and the simulation runs them one after
-    another, where without the QOS limits two of them run together. ``N`` (jlab2) is no limit.
-    Slurm's own plan (``plan=slurm``) ignores the limit for later starts, as Slurm's backfill
-    does, so the simulation shows it."""
-    cap = tmp_path / "cap"
-    shutil.copytree(LAB, cap)
-    (cap / "job.txt").write_text((cap / "job.txt").read_text().replace("QOS=(null)", "QOS=normal"))
+    output's layout) says a user may run one job of QOS normal at once: the snapshot gets a
+    class object for it, as LLview 2's ``classes_LML.xml`` has (``name``, ``max_jobs_pu``), and
+    the simulation runs jlab1's three jobs one after another, where without the QOS limits two
+    of them run together. A QOS without a limit (``N``) gets no class object. Slurm's own plan
+    (``plan=slurm``) ignores the limit for later starts, as Slurm's backfill does, so the
+    simulation shows it."""
     starts = {}
     for name, qos in (("without", None), ("with", QOS_TEXT)):
-        if qos:
-            (cap / "qos.txt").write_text(qos)
+        cap = _qos_capture(tmp_path, qos)
         snap, out = tmp_path / f"{name}.xml", tmp_path / f"{name}-out.xml"
         assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
-        jobs = [o.data for o in lml.read(str(snap)).of_type("job")]
-        caps = {(d["owner"], d.get("qos_maxjobsperuser")) for d in jobs}
-        assert caps == ({("jlab1", "1"), ("jlab2", None), ("jlab3", None)} if qos else
-                        {("jlab1", None), ("jlab2", None), ("jlab3", None)})
+        classes = [o.data for o in lml.read(str(snap)).of_type("class")]
+        assert classes == ([{"name": "normal", "max_jobs_pu": "1"}] if qos else [])
         assert run("predict", str(snap), "-o", str(out), "-q", "--set", "plan=simulate").exit_code == 0
         starts[name] = [o.data for o in lml.read(str(out)).of_type("job") if o.data["owner"] == "jlab1"]
     assert len(starts["with"]) == 3
     assert _overlap(starts["without"]) >= 2 and _overlap(starts["with"]) == 1
 
 
-def test_a_bad_qos_limit_is_named(tmp_path):
-    """A ``qos_maxjobsperuser`` that is not a positive whole number makes its job BadInput,
-    naming the key and value, as any bad count of a job does; the other jobs are forecast."""
-    cap = tmp_path / "cap"
-    shutil.copytree(LAB, cap)
-    snap = tmp_path / "snap.xml"
-    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
-    text = snap.read_text()
-    first = text.index('<data key="owner"')
-    snap.write_text(text[:first] + '<data key="qos_maxjobsperuser" value="many"/>\n' + text[first:])
-    assert run("predict", str(snap), "-o", str(tmp_path / "out.xml"), "-q").exit_code == 0
-    bad = [o.data for o in lml.read(str(tmp_path / "out.xml")).of_type("job") if o.data.get("qos_maxjobsperuser")]
-    assert len(bad) == 1 and "jufo_starttime" not in bad[0]
-    assert bad[0]["jufo_reason"].startswith("BadInput: qos_maxjobsperuser") and "'many'" in bad[0]["jufo_reason"]
+def test_a_bad_qos_limit_is_a_warning_and_no_cap(tmp_path):
+    """A class object whose ``max_jobs_pu`` is not a positive whole number is named in a
+    warning and caps nothing: the forecast is the one without QOS limits."""
+    cap = _qos_capture(tmp_path, None)
+    plain, bad = tmp_path / "plain.xml", tmp_path / "bad.xml"
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(plain)).exit_code == 0
+    _qos_capture(tmp_path, QOS_TEXT)
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(bad)).exit_code == 0
+    bad.write_text(bad.read_text().replace('key="max_jobs_pu" value="1"', 'key="max_jobs_pu" value="many"'))
+    outs = {}
+    for f in (plain, bad):
+        done = run("predict", str(f), "-o", str(tmp_path / f"out-{f.name}"), "--set", "plan=simulate")
+        assert done.exit_code == 0, done.output
+        outs[f] = [(o.data["step"], o.data.get("jufo_starttime")) for o in
+                   lml.read(str(tmp_path / f"out-{f.name}")).of_type("job")]
+    assert "class c0: max_jobs_pu='many': not a positive whole number" in done.output
+    assert outs[plain] == outs[bad]
 
 
 # --- what production sites show and the lab does not (tests/data/slurm/production) -----------

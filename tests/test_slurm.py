@@ -48,6 +48,23 @@ def test_llview2_set_predicts_as_its_comment_says(tmp_path):
     assert result.stderr == ""  # nothing in the set is unexpected
 
 
+def test_llview2s_classes_cap_each_users_running_jobs_of_a_qos(tmp_path):
+    """LLview 2's ``classes_LML.xml`` lists Slurm's QOS with ``max_jobs_pu`` (``MaxJobsPU``):
+    with QOS normal lowered from 32 to 1, bob's array 1100 runs its tasks one at a time, not
+    two (its throttle) at once."""
+    import shutil
+
+    folder = tmp_path / "set"
+    shutil.copytree(SET, folder)
+    classes = folder / "classes_LML.xml"
+    assert classes.read_text().count('value="32"') == 1
+    classes.write_text(classes.read_text().replace('value="32"', 'value="1"'))
+    result, out = run(tmp_path, "predict", *(str(folder / f) for f in FILES))
+    assert result.exit_code == 0, result.stderr
+    assert by_step(out)["1100"]["jufo_array_starts"] == \
+        "2=06/03/25-11:00:00;3=06/03/25-18:00:00;4=06/03/25-20:00:00;5=06/03/25-22:00:00"
+
+
 def test_merged_output_holds_every_input_unchanged(tmp_path):
     """Stripping jufo_* from the output leaves the inputs' objects and data, in file order."""
     _, out = run(tmp_path, "predict", *(str(SET / f) for f in FILES))

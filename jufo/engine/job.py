@@ -72,7 +72,6 @@ class Job:
     read_reason: str | None = None  # the reason reading gave (held, bad input), before any simulation
     begin: int = 0  # may not start before this (Slurm's BeginTime): arrives at max(queued, begin)
     limited: str | None = None  # Slurm says a per-user/association limit holds the job back
-    qos_cap: int | None = None  # its owner's jobs of its QOS that may run at once (Slurm's MaxJobsPU)
     array: str | None = None  # ArrayJobId of an array task
     task: str | None = None  # its ArrayTaskId
     het: str | None = None  # HetJobId of a heterogeneous job's component
@@ -177,7 +176,6 @@ class JobReader:
         if not job.running and self._held(job, d):
             return job
         self._size(job, obj)
-        job.qos_cap = self._whole(job, obj, "qos_maxjobsperuser")
         job.queued = self._date(job, obj, "queuedate", default=0)
         if job.running:
             self._started(job, obj)

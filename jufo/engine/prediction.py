@@ -79,7 +79,7 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
         sim.policy = replace(sim.policy, maxtopdogs=LEARNED_TOPDOGS)
     for reason, caps in limit_caps(snap.jobs).items():
         state.limits.limit_users(caps, source=f" (the batch system says {reason})")
-    for qos, caps in qos_caps(snap.jobs).items():
+    for qos, caps in qos_caps(snap.jobs, snap.qos_limits).items():
         state.limits.limit_users(caps, source=f" (MaxJobsPU of QOS {qos})")
     if snap.throttles:
         state.limits.throttle(snap.throttles)
@@ -194,32 +194,29 @@ def limit_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:
     return out
 
 
-def qos_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:
-    """Users whose QOS lets them run at most so many jobs at once (Slurm's ``MaxJobsPU``, which
-    ``jufo slurm snapshot`` writes on each job as ``qos_maxjobsperuser``): by QOS, user → cap.
-    jufo caps a user's jobs over all queues, so only users whose running and waiting jobs are
-    all of one QOS are capped; a cap below what the user runs now is raised to that.
+def qos_caps(jobs: list[Job], limits: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Users whose QOS lets them run at most so many jobs at once (``limits``: Slurm's
+    ``MaxJobsPU`` by QOS, from the snapshot's class objects): by QOS, user → cap. jufo caps a
+    user's jobs over all queues, so only users whose running and waiting jobs are all of one
+    limited QOS are capped; a cap below what the user runs now is raised to that.
 
-    >>> ann = [Job(str(k), k, {"qos": "normal"}, "Running" if k < 2 else "Idle", owner="ann", qos_cap=3)
-    ...        for k in range(4)]
-    >>> bob = [Job("b1", 5, {"qos": "normal"}, "Idle", owner="bob", qos_cap=3),
-    ...        Job("b2", 6, {"qos": "long"}, "Idle", owner="bob")]
-    >>> qos_caps(ann + bob)
-    {'normal': {'ann': 3}}
+    >>> ann = [Job(str(k), k, {"qos": "normal"}, "Running" if k < 2 else "Idle", owner="ann") for k in range(4)]
+    >>> bob = [Job("b1", 5, {"qos": "normal"}, "Idle", owner="bob"), Job("b2", 6, {"qos": "long"}, "Idle", owner="bob")]
+    >>> qos_caps(ann + bob, {"normal": 3}), qos_caps(ann, {"normal": 1}), qos_caps(ann, {})
+    ({'normal': {'ann': 3}}, {'normal': {'ann': 2}}, {})
     """
+    if not limits:
+        return {}
     kinds: dict[str, set[str]] = {}
-    caps: dict[str, int] = {}
     running = Counter(job.owner for job in jobs if job.running)
     for job in jobs:
-        if not job.owner or not (job.running or job.waiting):
-            continue
-        kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
-        if job.qos_cap is not None:
-            caps[job.owner] = max(caps.get(job.owner, 0), job.qos_cap)
+        if job.owner and (job.running or job.waiting):
+            kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
     out: dict[str, dict[str, int]] = {}
-    for user, cap in caps.items():
-        if len(kinds[user]) == 1:
-            out.setdefault(next(iter(kinds[user])), {})[user] = max(cap, running[user])
+    for user, qos in kinds.items():
+        if len(qos) == 1 and next(iter(qos)) in limits:
+            name = next(iter(qos))
+            out.setdefault(name, {})[user] = max(limits[name], running[user])
     return out
 
 

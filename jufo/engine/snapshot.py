@@ -37,6 +37,7 @@ class Snapshot:
     scheduler_label: str
     job_problems: list[str] = field(default_factory=list)
     throttles: dict[str, int] = field(default_factory=dict)  # job array → tasks running at once
+    qos_limits: dict[str, int] = field(default_factory=dict)  # QOS → jobs a user may run at once in it
 
     def fresh(self) -> Snapshot:
         """The same snapshot with its jobs as read, for another simulation of it."""
@@ -85,7 +86,25 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     jobs, throttles = jobsets.expand_arrays(jobs, report)
     jobsets.combine_het(jobs)
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
-                    throttles)
+                    throttles, read_qos_limits(doc.of_type("class"), report))
+
+
+def read_qos_limits(classes, report: Report) -> dict[str, int]:
+    """QOS → the most jobs of it one user may run at once, from the ``class`` objects LLview 2's
+    ``classes_LML.xml`` (and ``jufo slurm snapshot``) write for Slurm's QOS: ``name`` and
+    ``max_jobs_pu`` (Slurm's ``MaxJobsPU``). Blank is no limit; a value that is not a positive
+    whole number is ignored with a warning (the forecast is still made, without that cap)."""
+    out: dict[str, int] = {}
+    for obj in classes:
+        raw = obj.data.get("max_jobs_pu", "").strip()
+        name = (obj.data.get("name") or obj.name or obj.id).strip()
+        if not raw:
+            continue
+        if not raw.isdigit() or int(raw) < 1 or len(raw) > 9:
+            report.warn(obj.label, "max_jobs_pu", raw, "not a positive whole number; this QOS is taken as unlimited")
+            continue
+        out[name] = int(raw)
+    return out
 
 
 def prepare(doc: Document, report: Report, overrides: dict[str, str] | None = None,

@@ -178,12 +178,6 @@ def _user(text: str) -> str:
     return re.sub(r"\(\d+\)$", "", text)
 
 
-def _uid(text: str) -> str | None:
-    """``alice(1001)`` → ``1001``; None without one."""
-    found = re.search(r"\((\d+)\)$", text)
-    return found.group(1) if found else None
-
-
 def _count(text: str) -> str:
     """``2-2`` (min-max, as a pending job's NumNodes) → ``2``."""
     return text.split("-", 1)[0]
@@ -303,13 +297,10 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         if name in classes:
             data["classes"] = classes[name]
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
-    per_user = qos_user_limits(text.qos)
     for k, job in enumerate(jobs):
-        data = _job_data(job, text.names["job"], k + 1, tiers)
-        cap = per_user.get((job.get("QOS", ""), _uid(job.get("UserId", ""))))
-        if cap is not None:
-            data["qos_maxjobsperuser"] = str(cap)
-        objects.append((f"j{k}", "job", data))
+        objects.append((f"j{k}", "job", _job_data(job, text.names["job"], k + 1, tiers)))
+    for k, (qos, cap) in enumerate(sorted(qos_limits(text.qos).items())):  # as LLview 2's classes_LML.xml
+        objects.append((f"c{k}", "class", {"name": qos, "max_jobs_pu": str(cap)}))
     for k, resv in enumerate(reservations):
         data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", "")),
                 "endtime": _llview_date(resv.get("EndTime", "")), "state": resv.get("State", ""),
@@ -672,32 +663,31 @@ _QOS_RECORD = re.compile(r"^\s*QOS=(\S+?)\(\d+\)")
 _MAX_JOBS_PU = re.compile(r"\bMaxJobsPU=(\d+|N)\(")
 
 
-def qos_user_limits(text: str) -> dict[tuple[str, str], int]:
-    """``(QOS, uid) → MaxJobsPU``: the most jobs of that QOS the user may run at once, from the
-    "User Limits" of ``scontrol show assoc_mgr flags=qos`` (``N``: no limit, left out).
-    Unreadable or missing output gives no limits (the snapshot is complete without them).
+def qos_limits(text: str) -> dict[str, int]:
+    """QOS → ``MaxJobsPU`` (the most jobs of it one user may run at once) from ``scontrol show
+    assoc_mgr flags=qos``, which prints a QOS's limit with each user's use of it ("User
+    Limits": ``MaxJobsPU=4(3)``, ``N`` for none); a QOS no user has jobs in is left out, as
+    are those without a limit. Missing or unreadable output gives none.
 
-    >>> qos_user_limits("QOS=normal(1)\\n  User Limits\\n    1001\\n      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\n"
-    ...                 "    1002\\n      MaxJobsPU=N(2)\\nQOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=1(0)\\n")
-    {('normal', '1001'): 4, ('long', '1001'): 1}
+    >>> qos_limits("QOS=normal(1)\\n  Account Limits\\n    12\\n      MaxJobsPA=7(3)\\n  User Limits\\n    1001\\n"
+    ...            "      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\nQOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=N(0)\\n")
+    {'normal': 4}
     """
-    out: dict[tuple[str, str], int] = {}
-    qos = uid = None
+    out: dict[str, int] = {}
+    qos = None
     users = False
     for line in text.splitlines():
         record = _QOS_RECORD.match(line)
         if record:
-            qos, uid, users = record.group(1), None, False
+            qos, users = record.group(1), False
             continue
         word = line.strip()
         if word in ("User Limits", "Account Limits"):
-            users, uid = word == "User Limits", None
-        elif users and word.isdigit():
-            uid = word
-        elif users and qos is not None and uid is not None:
+            users = word == "User Limits"
+        elif users and qos is not None:
             found = _MAX_JOBS_PU.search(line)
             if found and found.group(1) != "N":
-                out[(qos, uid)] = int(found.group(1))
+                out[qos] = int(found.group(1))
     return out
 
 
