@@ -14,7 +14,7 @@ from ..io import swf
 from ..io.dates import DEFAULT_FORMAT, parse_date
 from ..io.errors import Report
 from ..io.lml import Document
-from ..io.values import LATEST_EPOCH
+from ..io.values import LATEST_EPOCH, plain_digits
 from . import jobsets
 from .configuration import Configuration
 from .job import RUNNING, WAITING, Job, JobReader, start_where_idle
@@ -100,7 +100,7 @@ def read_qos_limits(classes, report: Report) -> dict[str, int]:
         name = (obj.data.get("name") or obj.name or obj.id).strip()
         if not raw:
             continue
-        if not raw.isdigit() or int(raw) < 1 or len(raw) > 9:
+        if not plain_digits(raw) or int(raw) < 1 or len(raw) > 9:
             report.warn(obj.label, "max_jobs_pu", raw, "not a positive whole number; this QOS is taken as unlimited")
             continue
         out[name] = int(raw)
