@@ -236,4 +236,4 @@ def is_sacct(path: str) -> bool:
     except (OSError, EOFError):
         return False
     first = next((line for line in head.splitlines() if line.strip()), "")
-    return "|" in first and any(name in ("JobID", "JobIDRaw") for name in first.split("|"))
+    return "|" in first and any(name in ("JobID", *SACCT_ALIASES["JobID"]) for name in first.split("|"))
