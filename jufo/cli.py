@@ -912,10 +912,12 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
         if capacity and not store.meta("capacity"):
             store.set_meta("capacity", str(capacity))
         kept = sum(store.record_forecasts(made, rows) for made, rows in retro)
-    finished = sum(r.end is not None for r in records)
+    finished = sum(r.start is not None and r.end is not None for r in records)
     running = sum(r.start is not None and r.end is None for r in records)
+    never = sum(r.start is None and r.end is not None for r in records)
     click.echo(f"jufo: imported {len(records):,} jobs from {source} ({finished:,} finished, {running:,} running, "
-               f"{len(records) - finished - running:,} queued){skipped}", err=True)
+               f"{len(records) - finished - running - never:,} queued"
+               f"{f', {never:,} cancelled before they started' if never else ''}){skipped}", err=True)
     if retro_days:
         click.echo(f"jufo: kept {kept:,} retro-forecasts of {len(retro):,} hourly snapshots (the last "
                    f"{retro_days} days)", err=True)

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jufo.io import lml, scontrol
+from jufo.io import lml, scontrol, slurm
 from jufo.io.dates import parse_date
 
 FORECASTERS = ("slurm", "walltime", "history", "starts now")
@@ -37,15 +37,16 @@ def jufo(*args: str) -> None:
 
 
 def real_starts(captures: list[Path]) -> dict[str, int]:
-    """Each job's real start: its StartTime in the first capture that shows it started."""
+    """Each job's real start: its StartTime in the first capture that shows it started (a job
+    cancelled while pending shows StartTime = EndTime on no nodes: it never started)."""
     out: dict[str, int] = {}
     for cap in captures:
         for rec in scontrol.parse_records((cap / "job.txt").read_text(), str(cap / "job.txt"), "JobId"):
             if rec["JobId"] in out or rec.get("JobState") in ("PENDING", None):
                 continue
-            start = rec.get("StartTime", "")
-            if start[:1].isdigit():
-                out[rec["JobId"]] = parse_date(start)[0]
+            start, end = _date(rec.get("StartTime")), _date(rec.get("EndTime"))
+            if start is not None and not slurm.never_ran(rec["JobState"], start, end, rec.get("NodeList", "")):
+                out[rec["JobId"]] = start
     return out
 
 

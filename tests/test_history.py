@@ -21,7 +21,7 @@ from jufo.io.accounting import JobRecord
 from jufo.learn.backtest import Settings, snapshot_forecasts
 from jufo.learn.behaviour import learn_user_caps, learn_windows
 from jufo.cli import main
-from jufo.io.dates import parse_date
+from jufo.io.dates import format_date, parse_date
 from jufo.learn.history import APPLICATION_ID, SCHEMA_VERSION, History, Observation
 from jufo.engine.windows import HOUR, wall_class
 
@@ -265,6 +265,72 @@ def test_a_sites_own_sacct_format_without_group_account_qos_or_state_reads_as_th
     result = cli("history", "import", str(tmp_path / "own.txt"), "--history", str(tmp_path / "h.db"))
     assert result.exit_code == 0, result.stderr
     assert "imported 4 jobs" in result.stderr
+
+
+CANCELLED = ROOT / "tests" / "data" / "slurm" / "cancelled"  # a real Slurm's jobs cancelled while pending
+
+
+@pytest.mark.parametrize("dump", ["sacct.txt", "sacct-nodelist.txt"])
+def test_a_job_cancelled_while_pending_never_ran(dump):
+    """Slurm shows a job cancelled while pending as starting and ending the moment it left
+    (job 2 of the real capture: Start = End, NodeList ``None assigned``). It is read with that
+    end and no start; a job cancelled while running (5) and one whose launch failed on its
+    nodes (7, FAILED, Start = End) did run."""
+    records, counts = accounting.read_sacct(accounting.text_lines(str(CANCELLED / dump)), dump)
+    by_id = {r.id: r for r in records}
+    at = lambda s: parse_date(s)[0]
+    assert (by_id["2"].start, by_id["2"].end) == (None, at("2026-11-27T08:06:40"))
+    assert by_id["5"].runtime == 3 and by_id["7"].runtime == 0 and counts["never_ran"] == 1
+    trace = swf.trace_of_records(records, dump)  # a backtest queues it until it left, as Slurm did
+    jobs = {trace.ids[j.number]: j for j in trace.jobs}
+    assert (jobs["2"].cancelled, jobs["2"].wait, jobs["2"].run) == (True, 3, 0)
+    assert not jobs["5"].cancelled and jobs["5"].run == 3
+    mine = [r for r in accounting.from_swf(trace) if r.id == str(jobs["2"].number)]
+    assert [(r.start, r.end - r.submit) for r in mine] == [(None, 3)]
+
+
+def test_a_backtest_queues_a_job_cancelled_while_pending_but_scores_no_forecast_of_it(tmp_path):
+    """One node: job 1 (limit 1,200 s) runs 0–1000 s; job 2 (limit 800 s) waits from 100 s and
+    is cancelled at 600 s; job 3 waits from 200 s and starts at 1000 s. At the snapshots (100,
+    200 and 300 s) job 2 stands ahead of job 3, whose walltime forecast is therefore 2,000 s,
+    as Slurm's would be then; job 2's own forecasts have no start to be scored against."""
+    t = lambda s: format_date(EPOCH + s, "%Y-%m-%dT%H:%M:%S")
+    lines = ["JobID|User|Partition|NNodes|NCPUS|Timelimit|Submit|Start|End|State",
+             f"1|a|batch|1|1|00:20:00|{t(0)}|{t(0)}|{t(1000)}|COMPLETED",
+             f"2|b|batch|1|1|00:13:20|{t(100)}|{t(600)}|{t(600)}|CANCELLED by 1002",
+             f"3|c|batch|1|1|00:08:20|{t(200)}|{t(1000)}|{t(1300)}|COMPLETED"]
+    (tmp_path / "s.txt").write_text("\n".join(lines) + "\n")
+    result = cli("backtest", str(tmp_path / "s.txt"), "--nodes", "1", "--every", "100", "--to", "300", "--json")
+    assert result.exit_code == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["snapshots"] == 3 and figures["forecasts"] == 2, figures  # job 3's at 200 and 300 s
+    assert figures["overall"]["walltime"]["median_error"] == 1000 - 2000, figures["overall"]
+
+
+def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path):
+    """scontrol keeps a cancelled job for MinJobAge with StartTime = EndTime and no nodes; a
+    snapshot of it (the real capture: 2 and the pending array 10 cancelled, 11 cancelled while
+    held by a dependency) leaves the queue in the history without a start, so neither its
+    forecasts are scored against that moment nor a zero run time learned. Accounting imported
+    later corrects a history that took the moment for a start."""
+    raw, db = tmp_path / "raw.xml", tmp_path / "h.db"
+    assert cli("slurm", "snapshot", "--from", str(CANCELLED), "-o", str(raw)).exit_code == 0
+    result = cli("predict", str(raw), "-o", str(tmp_path / "out.xml"), "--history", str(db))
+    assert result.exit_code == 0, result.stderr
+    rows = {r[0]: r[1:] for r in sqlite3.connect(db).execute("SELECT id, state, start FROM jobs")}
+    assert {k: rows[k] for k in ("2", "10", "11")} == {k: ("gone", None) for k in ("2", "10", "11")}
+    assert rows["5"][0] == rows["7"][0] == "ended" and rows["9"][0] == "running"
+    with History.open(str(db)) as store:
+        known = {r.id: r for r in store.records(EPOCH * 2)}  # they waited until they left, and ran nothing
+        assert set(known) == set(rows) and all(known[k].start is None for k in ("2", "10", "11"))
+        assert known["2"].end == 1795766800 and known["2"].runtime is None and known["5"].runtime == 3
+        # a history written before this was known: job 2 "ran" for no time from its cancellation
+        store.record_snapshot(1, [Observation(JobRecord("2", "jlab1", submit=1795766797, start=1795766800,
+                                                        end=1795766800), "ended")])
+    assert sqlite3.connect(db).execute("SELECT state, start FROM jobs WHERE id = '2'").fetchone() == ("ended", 1795766800)
+    assert cli("history", "import", str(CANCELLED / "sacct.txt"), "--history", str(db)).exit_code == 0
+    assert sqlite3.connect(db).execute("SELECT state, start, end FROM jobs WHERE id = '2'").fetchone() == \
+        ("gone", None, 1795766800)
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -94,11 +94,12 @@ def test_a_backtest_with_indexed_caps_does_not_peek_and_matches_learning_from_sc
     assert ours == theirs == scratch and len(ours) >= 4
 
 
-def synthetic(seed: int, jobs: int = 400, days: int = 120) -> list[JobRecord]:
+def synthetic(seed: int, jobs: int = 400, days: int = 120, cancelled: float = 0.0) -> list[JobRecord]:
     """Sane records (start at or after submit, end at or after start) whose times fall on a
     ten-minute grid, so that starts, ends and submits often meet snapshot times and one
-    another: the ties where an index and learning from scratch could part."""
-    rng = random.Random(seed)
+    another: the ties where an index and learning from scratch could part. A ``cancelled``
+    share of them leave the queue without running (an end, no start), some at their submit."""
+    rng, leave = random.Random(seed), random.Random(seed + 1000)
     out = []
     for k in range(jobs):
         submit = 10 * DAY + rng.randrange(days * 144) * 600
@@ -108,16 +109,20 @@ def synthetic(seed: int, jobs: int = 400, days: int = 120) -> list[JobRecord]:
         cores = rng.choice([1, 1, 2, 4, 8])
         out.append(JobRecord(f"{k}", f"u{rng.randrange(6)}", queue=rng.choice(["a", "b"]), cores=cores,
                              nodes=cores, wall=wall, submit=submit, start=start, end=start + run))
+        if leave.random() < cancelled:
+            out[-1] = JobRecord(out[-1].id, out[-1].user, queue=out[-1].queue, cores=cores, nodes=cores, wall=wall,
+                                submit=submit, end=submit + leave.choice([0, 600, start - submit, 30 * 3600]))
     return out
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_indexes_match_learning_from_scratch_at_every_tie(seed):
+@pytest.mark.parametrize("seed, cancelled", [(s, 0.0) for s in range(6)] + [(s, 0.2) for s in range(3)])
+def test_indexes_match_learning_from_scratch_at_every_tie(seed, cancelled):
     """Every grid time of synthetic traces dense in ties: the index's run-time predictions,
     window counts (seconds waited and starts per class and slot) and cap window (seconds
     with room and most jobs run, per user) equal what learning from ``TraceSource`` gives;
-    run times also with a history that keeps only ten days."""
-    records = synthetic(seed)
+    run times also with a history that keeps only ten days; also where a fifth of the jobs
+    were cancelled while pending (they waited until they left, and ran nothing)."""
+    records = synthetic(seed, cancelled=cancelled)
     capacity = 16
     snapshots = range(20 * DAY + 600 * seed, 135 * DAY + 1, DAY // 2)
     windows, caps = WindowIndex(records), CapIndex(records, capacity, snapshots)

@@ -18,7 +18,7 @@ from math import ceil
 
 from .dates import parse_date
 from .errors import InputError
-from .slurm import seconds_of
+from .slurm import never_ran, seconds_of
 from .values import MAX_COUNT, MAX_NODES
 
 
@@ -79,7 +79,8 @@ def until(records: Iterable[JobRecord], t: int) -> Iterator[JobRecord]:
 def from_swf(trace, cores_per_node: int = 1, per_queue: Callable[[str], int | None] | None = None) -> list[JobRecord]:
     """Records of an SWF trace, named as ``swf2lml`` names its jobs (``step`` = job number,
     owner ``userN``, queue ``queueN`` or ``batch``), so snapshots and history match; nodes
-    from ``cores_per_node``, or from ``per_queue`` (a queue's cores per node) where it knows."""
+    from ``cores_per_node``, or from ``per_queue`` (a queue's cores per node) where it knows.
+    A job cancelled while pending (``TraceJob.cancelled``) has its end, when it left, and no start."""
     out = []
     epoch = trace.epoch  # read from the header at each call
     for job in trace.jobs:
@@ -89,7 +90,7 @@ def from_swf(trace, cores_per_node: int = 1, per_queue: Callable[[str], int | No
         out.append(JobRecord(str(job.number), trace.owner(job), trace.group_of(job), "", queue, "",
                              ceil(job.procs / per_node), job.procs,
                              job.requested if job.requested > 0 else None,
-                             epoch + job.submit, start, start + job.run))
+                             epoch + job.submit, None if job.cancelled else start, start + job.run))
     return out
 
 
@@ -145,9 +146,13 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
     the fields of ``SACCT_REQUIRED`` (any order, ``sacct_columns``). Job steps (``123.batch``, ``123.0``) are
     skipped, array tasks (``123_7``) and heterogeneous components (``123+1``) are jobs of
     their own, a pending array's summary line (``123_[8-100%10]``) is skipped: its tasks are
-    not known yet. A malformed line is InputError naming the file and line.
+    not known yet. A job cancelled while pending, which sacct shows as starting and ending the
+    moment it left (``slurm.never_ran``; its ``NodeList`` read where the header has one), is
+    a record with that end and no start: it never ran, so it teaches no run time and no start.
+    A malformed line is InputError naming the file and line.
     """
-    counts = {"jobs": 0, "steps": 0, "pending_arrays": 0}
+    counts = {"jobs": 0, "steps": 0, "pending_arrays": 0, "never_ran": 0}
+    node_list: int | None = None
     header: list[str] | None = None
     out: list[JobRecord] = []
     for lineno, line in enumerate(lines, 1):
@@ -158,6 +163,7 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         if header is None:
             header = [f.strip() for f in fields]
             index = sacct_columns(header, f"{source} line {lineno}", line)
+            node_list = header.index("NodeList") if "NodeList" in header else None
             continue
         if len(fields) < len(header):
             raise InputError(f"{source} line {lineno}", None, None,
@@ -186,6 +192,9 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         state = get["State"].split()[0].upper() if get["State"] else ""
         if state in ("PENDING", "REQUEUED") or (start is not None and end is not None and end < start):
             start = end = None
+        elif never_ran(state, start, end, None if node_list is None else fields[node_list]):
+            start = None
+            counts["never_ran"] += 1
         elif state in ("RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "RESIZING"):
             end = None
         out.append(JobRecord(job_id, get["User"], get["Group"], get["Account"], get["Partition"].split(",")[0],

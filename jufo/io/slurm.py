@@ -95,6 +95,28 @@ def state_of(state: str) -> str:
     return SLURM_STATES.get(state.strip().upper(), state.strip()) if state.strip().isupper() else state.strip()
 
 
+# a finished job that held no nodes: sacct's NodeList of a job that never ran, scontrol's empty one
+_NO_NODES = {"", "none assigned", "(null)"}
+
+
+def never_ran(state: str, start: int | None, end: int | None, nodes: str | None = None) -> bool:
+    """Whether a finished job left the queue without running. Slurm sets a job cancelled while
+    pending (or past its deadline) to start and end at the moment it left, so ``sacct`` and
+    ``scontrol`` show ``Start`` = ``End``; its ``NodeList`` is ``None assigned`` or empty.
+    ``nodes`` is that list where the source has one (None: unknown). A job that started and was
+    cancelled within the second has nodes; without a node list it cannot be told apart, and
+    counts as never run (it ran for no time).
+
+    >>> never_ran("CANCELLED by 0", 100, 100), never_ran("Cancelled", 100, 100, "")
+    (True, True)
+    >>> never_ran("CANCELLED", 100, 103), never_ran("CANCELLED", 100, 100, "n02"), never_ran("FAILED", 100, 100)
+    (False, False, False)
+    """
+    if start is None or start != end or (nodes is not None and nodes.strip().lower() not in _NO_NODES):
+        return False
+    word = state.split()[0].upper() if state.strip() else ""
+    return word in ("CANCELLED", "DEADLINE")
+
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
 # a job's limit that sets none: Slurm's backfill plans such a job with its partition's MaxTime,
 # or a year (YEAR_MINUTES) where that is unlimited too; LLview 2 passes the word on as ``wall``

@@ -43,6 +43,7 @@ class TraceJob:
     user: int
     group: int
     queue: int
+    cancelled: bool = False  # left the queue at ``start`` without running (sacct: cancelled while pending)
 
     @property
     def start(self) -> int:
@@ -206,9 +207,11 @@ def trace_of_records(records, source: str) -> Trace:
     from plain numeric JobIDs (array tasks and het components numbered after the largest),
     users, groups and partitions by name. A job held by a dependency or a begin time enters the
     queue when it became eligible (``JobRecord.queued``): until then no scheduler plans it, and
-    sacct does not say what it waited for. Jobs that never ran are counted unusable."""
-    usable = sorted((r for r in records if r.submit is not None and r.start is not None and r.end is not None),
-                    key=lambda r: (r.queued, r.id))
+    sacct does not say what it waited for. A job cancelled while pending (an end, no start)
+    waits until it left, so snapshots before then queue it as Slurm did, and is ``cancelled``:
+    it has no start to score and no run to learn. Jobs with no end are counted unusable."""
+    usable = sorted((r for r in records if r.submit is not None and r.end is not None
+                     and (r.start is not None or r.end >= r.queued)), key=lambda r: (r.queued, r.id))
     trace = Trace([], unusable=len(records) - len(usable))
     if not usable:
         raise InputError(source, None, None, "no finished job with submit, start and end times")
@@ -225,8 +228,10 @@ def trace_of_records(records, source: str) -> Trace:
         user, group, queue = (ids[k].setdefault(v or "-", len(ids[k])) for k, v in
                               (("user", rec.user), ("group", rec.group), ("queue", rec.queue or "batch")))
         # a start before the submit (a requeued job's new Submit) counts as no wait, as in SWF
-        trace.jobs.append(TraceJob(number, rec.queued - zero, max(rec.start - rec.queued, 0), rec.end - rec.start,
-                                   rec.cores, rec.wall if rec.wall else -1, user, group, queue))
+        left = rec.start if rec.start is not None else rec.end
+        trace.jobs.append(TraceJob(number, rec.queued - zero, max(left - rec.queued, 0),
+                                   rec.end - rec.start if rec.start is not None else 0,
+                                   rec.cores, rec.wall if rec.wall else -1, user, group, queue, rec.start is None))
     trace.names = {k: list(v) for k, v in ids.items()}
     trace.ids = {job.number: rec.id for job, rec in zip(trace.jobs, usable)}
     return trace

@@ -88,12 +88,15 @@ class TraceSource:
 
     def records(self, now: int) -> list[JobRecord]:
         """Finished jobs (ended in the last ``keep`` days), running ones without their end,
-        and the waiting ones without their start."""
+        the waiting ones without their start, and those cancelled while pending with the end
+        when they left (as ``History.records``)."""
         lo = bisect.bisect_left(self.submits, now - 2 * self.keep)
         hi = bisect.bisect_right(self.submits, now)
         out = []
         for rec in self.by_submit[lo:hi]:
-            if rec.start is None or rec.start >= now:
+            if rec.start is None and rec.end is not None and rec.end <= now:
+                out.append(rec)  # cancelled while pending: it waited until it left, and never ran
+            elif rec.start is None or rec.start >= now:
                 out.append(JobRecord(rec.id, rec.user, rec.group, rec.account, rec.queue, rec.qos, rec.nodes,
                                      rec.cores, rec.wall, rec.submit))
             elif rec.end is not None and rec.end > now:
@@ -218,6 +221,8 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
         if job.running:
             continue
         real = by_number[job.key]
+        if real.cancelled:  # it waited as Slurm showed it, but never started: nothing to score
+            continue
         plain = walls[job.id]
         start = None if job.start is None else snap.epoch + job.start
         wall_start = None if plain is None else snap.epoch + plain

@@ -83,7 +83,8 @@ def window_counts(records: Iterable[JobRecord], now: int,
         if rec.start is not None and rec.start < lo:
             continue
         c = wall_class(rec.wall)
-        begin, stop = max(rec.submit, lo), min(rec.start if rec.start is not None else now, now)
+        left = rec.start if rec.start is not None else rec.end  # (an end without a start: cancelled)
+        begin, stop = max(rec.submit, lo), min(left if left is not None else now, now)
         if stop > begin:
             _add_exposure(exposure[c], begin, stop)
         if rec.start is not None and lo <= rec.start < now:
@@ -189,17 +190,20 @@ CapEvent = tuple[int, int, str, str, int]
 
 def cap_events(rec: JobRecord, before: int | None = None) -> list[CapEvent]:
     """A job's events for ``cap_segments`` (those before ``before``, if given): ``(time, kind,
-    id, user, cores)`` with kind 0 for its end, 1 its submit, 2 its start — so that at one
-    second ends come before submits before starts, ties by job id (plain tuples sort without
-    a key function)."""
+    id, user, cores)`` with kind 0 for its end, 1 its submit, 2 its start, -1 leaving the queue
+    without a start (an end and no start: cancelled while pending) — so that at one second
+    ends come before submits before starts, ties by job id (plain tuples sort without a key
+    function)."""
     out: list[CapEvent] = []
-    if rec.submit is None:
+    if rec.submit is None or (rec.start is None and rec.end is not None and rec.end <= rec.submit):
         return out
     out.append((rec.submit, 1, rec.id, rec.user, rec.cores))
     if rec.start is not None and (before is None or rec.start < before):
         out.append((rec.start, 2, rec.id, rec.user, rec.cores))
         if rec.end is not None and (before is None or rec.end < before):
             out.append((rec.end, 0, rec.id, rec.user, rec.cores))
+    elif rec.start is None and rec.end is not None and (before is None or rec.end < before):
+        out.append((rec.end, -1, rec.id, rec.user, rec.cores))
     return out
 
 
@@ -270,12 +274,13 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
         if kind == 1:
             waiting.setdefault(user, SortedList()).add(cores)
             waiting_ids[job] = cores
-        elif kind == 2:
+        elif kind in (2, -1):  # started, or left the queue without starting
             asked = waiting_ids.pop(job, None)
             if asked is not None:
                 waiting[user].remove(asked)
-            running[user] += 1
-            used += cores
+            if kind == 2:
+                running[user] += 1
+                used += cores
         else:
             running[user] -= 1
             used -= cores

@@ -221,7 +221,8 @@ class History:
     # -- writing -------------------------------------------------------------------------------
     def import_records(self, records: Iterable[JobRecord], source: str) -> int:
         """Add accounting records; a record replaces what snapshots or an earlier import said
-        of the same job, except that a known start or end is never forgotten."""
+        of the same job, except that a known start or end is never forgotten. A record with an
+        end and no start left the queue without running (``slurm.never_ran``): it is *gone*."""
         rows = 0
         with self.transaction() as db:
             for rec in records:
@@ -231,7 +232,8 @@ class History:
                     raise InputError(self.path, "JobID", rec.id, f"this history holds job {rec.id} submitted at "
                                      f"{known[0]}, the import one submitted at {rec.submit}: another system's or "
                                      "trace's jobs? Give it a history of its own; nothing was imported")
-                state = "ended" if rec.end is not None else "running" if rec.start is not None else "queued"
+                state = ("gone" if rec.start is None else "ended") if rec.end is not None else \
+                    "running" if rec.start is not None else "queued"
                 self._upsert(db, rec, state, None, source)
                 rows += 1
         return rows
@@ -280,7 +282,11 @@ class History:
         start = rec.start if rec.start is not None and (accounting or old_start is None) else old_start
         end = rec.end if rec.end is not None and (accounting or old_end is None) else old_end
         new_state = state if order[state] >= order.get(old_state, 0) else old_state
-        if new_state == "gone" and start is not None:
+        if state == "gone" and rec.start is None and rec.end is not None and accounting:
+            # it left the queue without running: what an earlier snapshot guessed (a start halfway
+            # between two snapshots, or Slurm's start = end of a cancelled job) was no start
+            start, end, new_state = None, rec.end, "gone"
+        elif new_state == "gone" and start is not None:
             new_state = "running" if end is None else "ended"
         db.execute("UPDATE jobs SET user=?, grp=?, account=?, queue=?, qos=?, nodes=?, cores=?, wall=?, submit=?, "
                    "start=?, end=?, state=?, seen=?, source=? WHERE id = ?",
@@ -320,11 +326,13 @@ class History:
     # -- reading -------------------------------------------------------------------------------
     def records(self, now: int) -> list[JobRecord]:
         """Every job as it was known at ``now``: submitted by then; a start only if before
-        ``now``, an end only if by ``now``. Jobs that left the queue unseen are left out."""
+        ``now``, an end only if by ``now``. Jobs that left the queue unseen are left out, but
+        those known to have left without running (cancelled while pending: an end, no start):
+        they waited until then, which start windows and user caps count."""
         out = []
         for row in self.db.execute("SELECT id, user, grp, account, queue, qos, nodes, cores, wall, submit, start, end "
-                                   "FROM jobs WHERE state != 'gone' AND submit IS NOT NULL AND submit <= ? "
-                                   "ORDER BY id", (now,)):
+                                   "FROM jobs WHERE (state != 'gone' OR (start IS NULL AND end IS NOT NULL)) "
+                                   "AND submit IS NOT NULL AND submit <= ? ORDER BY id", (now,)):
             start, end = row[10], row[11]
             if start is not None and start >= now:
                 start = end = None

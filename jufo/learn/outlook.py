@@ -22,6 +22,7 @@ from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, buck
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
+from ..io.slurm import never_ran
 from ..io.values import MAX_COUNT, MAX_NODES, MAX_SECONDS, whole
 from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
@@ -189,8 +190,9 @@ def model_text(look: Outlook, job: Job, runtime: tuple[int, str] | None, found) 
 
 def observations(snap: Snapshot) -> list[Observation]:
     """What the snapshot shows of each job, for the history: queued (held ones and ones with
-    bad input included: they are in the queue), running since its dispatch date, or ended
-    (adapters keep finished jobs for a while, with their start and end)."""
+    bad input included: they are in the queue), running since its dispatch date, ended
+    (adapters keep finished jobs for a while, with their start and end), or gone: cancelled
+    while pending, which Slurm lists as starting and ending at once, on no nodes."""
     out = []
     for job in snap.jobs:
         d = job.data
@@ -208,7 +210,10 @@ def observations(snap: Snapshot) -> list[Observation]:
             out.append(Observation(record, "queued"))
         else:
             ended = _ended(d)
-            if ended is not None:
+            if ended is not None and never_ran(d.get("detailedstatus") or d.get("state") or "", *ended,
+                                                d.get("nodelist", "")):
+                out.append(Observation(replace(record, end=ended[1]), "gone"))  # cancelled while pending
+            elif ended is not None:
                 out.append(Observation(replace(record, start=ended[0], end=ended[1]), "ended"))
     return out
 
