@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 
 from jufo.learn import backtest as bt
-from jufo.learn.calibration import C, held
+from jufo.learn.calibration import C, recent_share
 
 KEEP = 90 * 86400
 MIN_TRAINING = 500
@@ -44,20 +44,6 @@ def features(raws: list[bt.Raw], jobs: dict, largest: int) -> list[list[float]]:
                      job.procs / largest, math.log(max(job.requested, 60)), math.log(len(raws) + 1),
                      place[i] / len(raws), (r.made // 3600) % 168])
     return rows
-
-
-def held_lately(done: list[bt.Forecast], now: int, jobs: int = 100) -> float | None:
-    """The share of the latest ``jobs`` jobs' settled ranges that held (each job's averaged)."""
-    per: dict[str, list[bool]] = {}
-    for f in reversed(done):
-        if f.lo is None:
-            continue
-        if len(per) >= jobs:
-            break
-        found = held(f.lo, f.hi, f.raw.actual if f.raw.actual < now else None, now)
-        if found is not None:
-            per.setdefault(f.raw.job, []).append(found)
-    return sum(sum(v) / len(v) for v in per.values()) / len(per) if len(per) >= 30 else None
 
 
 def model_forecasts(per_snapshot: list[list[bt.Raw]], jobs: dict, largest: int, lower: float,
@@ -83,9 +69,9 @@ def model_forecasts(per_snapshot: list[list[bt.Raw]], jobs: dict, largest: int, 
                                                  min_child_samples=50, verbose=-1).fit(X, y)
                           for q in (lower, 1 - lower)]
                 fitted, fits = now, fits + 1
-        share = held_lately(out, now)
-        if share is not None:
-            widen = max(0.0, widen + adapt * (bt.DEFAULT_COVERAGE - share))
+        lately = recent_share(bt._settled(out, now, now - KEEP))  # as the backtest's ranges adapt
+        if lately is not None:
+            widen = max(0.0, widen + adapt * (bt.DEFAULT_COVERAGE - lately[0]))
         for r, x in zip(raws, rows):
             if models is None:
                 out.append(bt.Forecast(r, r.learned, None, None))
