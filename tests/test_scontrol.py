@@ -170,6 +170,13 @@ def test_backfill_limits_jufo_does_not_model_get_a_note_each():
     assert not any(n.startswith(("bf_max_job_part", "bf_busy_nodes")) for n in notes)  # 0 is no limit; placement only
 
 
+def test_preemption_gets_a_note_and_its_absence_none():
+    _, _, notes = scontrol.site_settings(config(PreemptType="preempt/qos", PreemptMode="REQUEUE"), PARTS)
+    assert any(n.startswith("PreemptType=preempt/qos (PreemptMode=REQUEUE): in Slurm a job may start") for n in notes)
+    _, _, quiet = scontrol.site_settings(config(PreemptType="preempt/none", PreemptMode="OFF"), PARTS)
+    assert not any("Preempt" in n for n in quiet)
+
+
 def test_multifactor_age_and_size_is_a_formula():
     cfg = config(PriorityType="priority/multifactor", PriorityWeightAge="1000", PriorityWeightJobSize="500",
                  PriorityMaxAge="01:00:00")

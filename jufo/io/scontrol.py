@@ -515,6 +515,12 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         settings["system_sysprio"] = _multifactor(config, partitions, notes, config_name, partition_name)
     else:
         raise InputError(config_name, "PriorityType", prio, "not priority/basic or priority/multifactor")
+    preempt = config.get("PreemptType", "preempt/none")
+    if preempt not in ("preempt/none", "(null)", ""):
+        mode = config.get("PreemptMode", "OFF")
+        notes.append(f"PreemptType={preempt} (PreemptMode={mode}): in Slurm a job may start at once by preempting "
+                     "lower ones; jufo preempts none, so such a job waits in its forecast and the jobs it would "
+                     "preempt run on")
     over = config.get("OverTimeLimit", "0 min").split()[0]
     if over not in ("0", "NONE"):
         notes.append(f"OverTimeLimit={over} min: a job that reaches its limit may run that much longer in Slurm; "
