@@ -331,6 +331,12 @@ def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path
     assert cli("history", "import", str(CANCELLED / "sacct.txt"), "--history", str(db)).exit_code == 0
     assert sqlite3.connect(db).execute("SELECT state, start, end FROM jobs WHERE id = '2'").fetchone() == \
         ("gone", None, 1795766800)
+    # imported --until a time: known to have left by then, or not yet known at all
+    for until, found in (("2026-11-27T08:06:45", [("2", "gone", None)]), ("2026-11-27T08:06:39", [])):
+        fresh = tmp_path / f"{until}.db"
+        assert cli("history", "import", str(CANCELLED / "sacct.txt"), "--history", str(fresh),
+                   "--until", until).exit_code == 0
+        assert sqlite3.connect(fresh).execute("SELECT id, state, start FROM jobs WHERE id = '2'").fetchall() == found
 
 
 @pytest.mark.parametrize("seed", range(20))

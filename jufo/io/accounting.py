@@ -61,14 +61,18 @@ class JobRecord:
 
 
 def until(records: Iterable[JobRecord], t: int) -> Iterator[JobRecord]:
-    """What the accounting showed at ``t``: finished jobs, and running ones without their end.
+    """What the accounting showed at ``t``: finished jobs, running ones without their end, and
+    jobs cancelled while pending (an end, no start) by then.
 
     >>> r = [JobRecord("1", submit=0, start=5, end=9), JobRecord("2", submit=0, start=5, end=20),
-    ...      JobRecord("3", submit=1, start=12, end=14)]
+    ...      JobRecord("3", submit=1, start=12, end=14), JobRecord("4", submit=0, end=8), JobRecord("5", submit=0, end=11)]
     >>> [(x.id, x.end) for x in until(r, 10)]
-    [('1', 9), ('2', None)]
+    [('1', 9), ('2', None), ('4', 8)]
     """
     for rec in records:
+        if rec.start is None and rec.end is not None and rec.end <= t:
+            yield rec
+            continue
         if rec.start is None or rec.start >= t:
             continue
         if rec.end is not None and rec.end > t:
