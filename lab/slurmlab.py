@@ -27,6 +27,7 @@ import gzip
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import subprocess
@@ -334,6 +335,7 @@ class Submit:
     trace_id: str = ""
     after: int | None = None
     array: str = ""
+    cancel_after: float | None = None  # seconds after its submit: scancel it then if it still waits
 
 
 def read_swf(path: str) -> list[list[float]]:
@@ -371,11 +373,14 @@ def mixed(jobs: list[Submit], lab: Lab) -> list[Submit]:
     return out
 
 
-def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: int) -> list[Submit]:
+def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: int,
+             cancel: float = 0.0) -> list[Submit]:
     """``jobs`` consecutive usable jobs of ``trace`` after ``skip``: submit times divided by
     ``scale``, limits divided by ``scale`` and rounded to whole minutes (at least 1), run times at
     the job's real run/limit ratio of the lab limit, sizes scaled from ``procs`` processors to the
-    lab's nodes, users mapped onto the lab's users."""
+    lab's nodes, users mapped onto the lab's users. A ``cancel`` share of them (chosen by their
+    trace number) is given a patience of 1–10 minutes: a user who cancels a job still waiting
+    then (the cleaned traces left out the jobs really cancelled)."""
     out: list[Submit] = []
     rows = [r for r in read_swf(trace) if r[3] > 0 and r[8] > 0 and r[4] > 0 and r[1] >= 0]
     rows = rows[skip:skip + jobs]
@@ -390,7 +395,10 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
         sleep = max(1, min(int(ratio * limit_min * 60), limit_min * 60 - 5))
         nodes = max(1, min(lab.nodes, round(size * lab.nodes / procs)))
         user = users.setdefault(uid, USERS[len(users) % len(USERS)])
-        out.append(Submit((submit - t0) / scale, user, nodes, limit_min, sleep, trace_id=str(number)))
+        pick = random.Random(number)
+        patience = pick.uniform(60, 600) if pick.random() < cancel else None
+        out.append(Submit((submit - t0) / scale, user, nodes, limit_min, sleep, trace_id=str(number),
+                          cancel_after=patience))
     return out
 
 
@@ -447,6 +455,9 @@ def replay(lab: Lab, env: dict[str, str], jobs: list[Submit], every: float, tail
     if maintenance is not None:
         reserve(env, *maintenance)
     ids = [""] * len(jobs)
+    patience: list[tuple[float, str]] = []  # (when, slurm id) of jobs to cancel then if still pending
+    cancelled = open(lab.dir / "cancelled.tsv", "w")
+    cancelled.write("slurm_id\tat\tstate\n")
     order = sorted(range(len(jobs)), key=lambda k: jobs[k].at)
     pending = [jobs[k] for k in order]
     index = {id(jobs[k]): k for k in order}
@@ -462,6 +473,15 @@ def replay(lab: Lab, env: dict[str, str], jobs: list[Submit], every: float, tail
             log.write(f"{jid}\t{job.trace_id}\t{int(time.time())}\t{job.user}\t{job.nodes}\t{job.limit_min}\t"
                       f"{job.sleep}\t{job.partition}\n")
             log.flush()
+            if jid and job.cancel_after is not None:
+                patience.append((time.time() + job.cancel_after, jid))
+        for due, jid in [p for p in patience if p[0] <= now]:
+            patience.remove((due, jid))
+            state = sh("squeue", "-h", "-j", jid, "-o", "%T", check=False, env=env).stdout.strip()
+            if state == "PENDING":
+                sh("scancel", jid, check=False, env=env)
+            cancelled.write(f"{jid}\t{int(time.time())}\t{state or 'gone'}\n")
+            cancelled.flush()
         if now >= next_capture:
             capture(lab, env, seq)
             seq += 1
@@ -473,6 +493,7 @@ def replay(lab: Lab, env: dict[str, str], jobs: list[Submit], every: float, tail
         time.sleep(0.5)
     capture(lab, env, seq)
     log.close()
+    cancelled.close()
 
 
 def collect(lab: Lab, env: dict[str, str]) -> None:
@@ -508,6 +529,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--partitions", choices=["exclusive", "mixed"], default="exclusive")
     p.add_argument("--ports", type=int, default=0, help="added to every port (a second lab beside a first)")
     p.add_argument("--debug", action="store_true", help="log every backfill pass in DIR/log/slurmctld.log")
+    p.add_argument("--cancel", type=float, default=0.0,
+                   help="share of jobs cancelled if still pending 1-10 minutes after their submit")
     p.add_argument("--user-limit", type=int, default=0,
                    help="the normal QOS's MaxJobsPerUser: jobs beyond it wait as QOSMaxJobsPerUserLimit "
                         "(needs --accounting)")
@@ -533,7 +556,7 @@ def main(argv: list[str] | None = None) -> None:
             return
         if not args.trace:
             raise SystemExit("slurmlab: run needs a TRACE")
-        jobs = workload(args.trace, lab, args.jobs, args.skip, args.scale, args.procs)
+        jobs = workload(args.trace, lab, args.jobs, args.skip, args.scale, args.procs, args.cancel)
         maintenance = None
         if args.partitions == "mixed":
             jobs = mixed(jobs, lab)

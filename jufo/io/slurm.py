@@ -117,6 +117,7 @@ def never_ran(state: str, start: int | None, end: int | None, nodes: str | None 
     word = state.split()[0].upper() if state.strip() else ""
     return word in ("CANCELLED", "DEADLINE")
 
+
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
 # a job's limit that sets none: Slurm's backfill plans such a job with its partition's MaxTime,
 # or a year (YEAR_MINUTES) where that is unlimited too; LLview 2 passes the word on as ``wall``
