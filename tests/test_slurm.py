@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import SAMPLES, T0, predictions, running, snapshot, waiting
 from jufo.io import lml
 from jufo.cli import main
-from jufo.engine.jobsets import parse_tasks
+from jufo.io.slurm import parse_tasks
 from jufo.io.slurm import Meaning, classify
 
 SET = SAMPLES / "llview2"

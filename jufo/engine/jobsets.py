@@ -17,42 +17,14 @@ the leader's node list holds the nodes of the components it asks for.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from itertools import groupby
 
 from ..io.errors import Report
+from ..io.slurm import parse_tasks
 from .job import Job
 
-MAX_TASKS = 100_000  # per array record (Slurm's default MaxArraySize is 1,001)
 MAX_ALL_TASKS = 1_000_000  # tasks expanded in one snapshot: beyond, records stay one job each
-_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
-
-
-def parse_tasks(text: str) -> tuple[list[int], int | None]:
-    """Task numbers and the throttle of an ``ArrayTaskId``.
-
-    >>> parse_tasks("5-100%10")[0][:3], len(parse_tasks("5-100%10")[0]), parse_tasks("5-100%10")[1]
-    ([5, 6, 7], 96, 10)
-    >>> parse_tasks("1,3,8-12:2")
-    ([1, 3, 8, 10, 12], None)
-    """
-    body, _, throttle = text.strip().partition("%")
-    tasks: list[int] = []
-    for part in body.strip("[]").split(","):
-        m = _RANGE.match(part.strip())
-        if m is None:
-            raise ValueError(f"{part!r} is not a task number or range")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) else lo
-        step = int(m.group(3)) if m.group(3) else 1
-        if hi < lo or step < 1 or len(tasks) + (hi - lo) // step + 1 > MAX_TASKS:
-            raise ValueError(f"{part!r} is not a usable range (at most {MAX_TASKS:,} tasks)")
-        tasks.extend(range(lo, hi + 1, step))
-    cap = int(throttle) if throttle.strip().isdigit() and int(throttle) > 0 else None
-    if throttle and cap is None:
-        raise ValueError(f"throttle %{throttle} is not a whole number ≥ 1")
-    return sorted(set(tasks)), cap
 
 
 def expand_arrays(jobs: list[Job], report: Report) -> tuple[list[Job], dict[str, int]]:

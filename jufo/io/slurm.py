@@ -118,6 +118,36 @@ def never_ran(state: str, start: int | None, end: int | None, nodes: str | None 
     return word in ("CANCELLED", "DEADLINE")
 
 
+MAX_TASKS = 100_000  # per array record (Slurm's default MaxArraySize is 1,001)
+_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+
+
+def parse_tasks(text: str) -> tuple[list[int], int | None]:
+    """Task numbers and the throttle of an ``ArrayTaskId``.
+
+    >>> parse_tasks("5-100%10")[0][:3], len(parse_tasks("5-100%10")[0]), parse_tasks("5-100%10")[1]
+    ([5, 6, 7], 96, 10)
+    >>> parse_tasks("1,3,8-12:2")
+    ([1, 3, 8, 10, 12], None)
+    """
+    body, _, throttle = text.strip().partition("%")
+    tasks: list[int] = []
+    for part in body.strip("[]").split(","):
+        m = _RANGE.match(part.strip())
+        if m is None:
+            raise ValueError(f"{part!r} is not a task number or range")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        step = int(m.group(3)) if m.group(3) else 1
+        if hi < lo or step < 1 or len(tasks) + (hi - lo) // step + 1 > MAX_TASKS:
+            raise ValueError(f"{part!r} is not a usable range (at most {MAX_TASKS:,} tasks)")
+        tasks.extend(range(lo, hi + 1, step))
+    cap = int(throttle) if throttle.strip().isdigit() and int(throttle) > 0 else None
+    if throttle and cap is None:
+        raise ValueError(f"throttle %{throttle} is not a whole number ≥ 1")
+    return sorted(set(tasks)), cap
+
+
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
 # a job's limit that sets none: Slurm's backfill plans such a job with its partition's MaxTime,
 # or a year (YEAR_MINUTES) where that is unlimited too; LLview 2 passes the word on as ``wall``
