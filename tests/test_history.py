@@ -280,7 +280,7 @@ def test_a_job_cancelled_while_pending_never_ran(dump):
     by_id = {r.id: r for r in records}
     at = lambda s: parse_date(s)[0]
     assert (by_id["2"].start, by_id["2"].end) == (None, at("2026-11-27T08:06:40"))
-    assert by_id["5"].runtime == 3 and by_id["7"].runtime == 0 and counts["never_ran"] == 1
+    assert by_id["5"].runtime == 3 and by_id["7"].runtime == 0 and counts["never_ran"] == 1 + 4  # job 2 and array 10's tasks
     trace = swf.trace_of_records(records, dump)  # a backtest queues it until it left, as Slurm did
     jobs = {trace.ids[j.number]: j for j in trace.jobs}
     assert (jobs["2"].cancelled, jobs["2"].wait, jobs["2"].run) == (True, 3, 0)
@@ -307,6 +307,34 @@ def test_a_backtest_queues_a_job_cancelled_while_pending_but_scores_no_forecast_
     assert figures["overall"]["walltime"]["median_error"] == 1000 - 2000, figures["overall"]
 
 
+def test_the_tasks_of_an_array_cancelled_while_pending_leave_the_history_without_a_start(tmp_path):
+    """A snapshot shows array 10's four tasks waiting; the next (the real capture, three seconds
+    after the cancellation) shows the array's record cancelled. The tasks are gone with no
+    start: not taken for jobs that started and ended between the two snapshots."""
+    import shutil
+
+    before = tmp_path / "before"
+    shutil.copytree(CANCELLED, before)
+    lines = (before / "job.txt").read_text().splitlines(keepends=True)
+    for k, line in enumerate(lines):
+        if line.startswith("JobId=10 "):
+            lines[k] = line.replace("JobState=CANCELLED", "JobState=PENDING").replace(
+                "StartTime=2026-11-27T08:09:39 EndTime=2026-11-27T08:09:39", "StartTime=Unknown EndTime=Unknown")
+    (before / "job.txt").write_text("".join(lines))
+    (before / "at").write_text("1795766977\n")
+    db = tmp_path / "h.db"
+    for where, name in ((before, "a.xml"), (CANCELLED, "b.xml")):
+        assert cli("slurm", "snapshot", "--from", str(where), "-o", str(tmp_path / name)).exit_code == 0
+        result = cli("predict", str(tmp_path / name), "-o", str(tmp_path / f"out-{name}"), "--history", str(db))
+        assert result.exit_code == 0, result.stderr
+    rows = sqlite3.connect(db).execute("SELECT id, state, start, end FROM jobs WHERE id LIKE '10%' ORDER BY id")
+    assert rows.fetchall() == [(f"10_{t}", "gone", None, 1795766979) for t in range(1, 5)]
+    records, counts = accounting.read_sacct(accounting.text_lines(str(CANCELLED / "sacct.txt")), "sacct.txt")
+    assert [(r.id, r.start, r.end) for r in records if r.id.startswith("10")] == \
+        [(f"10_{t}", None, 1795766979) for t in range(1, 5)]  # sacct's summary line 10_[1-4], CANCELLED
+    assert counts["pending_arrays"] == 0 and counts["never_ran"] == 5
+
+
 def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path):
     """scontrol keeps a cancelled job for MinJobAge with StartTime = EndTime and no nodes; a
     snapshot of it (the real capture: 2 and the pending array 10 cancelled, 11 cancelled while
@@ -318,11 +346,11 @@ def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path
     result = cli("predict", str(raw), "-o", str(tmp_path / "out.xml"), "--history", str(db))
     assert result.exit_code == 0, result.stderr
     rows = {r[0]: r[1:] for r in sqlite3.connect(db).execute("SELECT id, state, start FROM jobs")}
-    assert {k: rows[k] for k in ("2", "10", "11")} == {k: ("gone", None) for k in ("2", "10", "11")}
+    assert {k: rows[k] for k in ("2", "10_1", "10_4", "11")} == {k: ("gone", None) for k in ("2", "10_1", "10_4", "11")}
     assert rows["5"][0] == rows["7"][0] == "ended" and rows["9"][0] == "running"
     with History.open(str(db)) as store:
         known = {r.id: r for r in store.records(EPOCH * 2)}  # they waited until they left, and ran nothing
-        assert set(known) == set(rows) and all(known[k].start is None for k in ("2", "10", "11"))
+        assert set(known) == set(rows) and all(known[k].start is None for k in ("2", "10_2", "11"))
         assert known["2"].end == 1795766800 and known["2"].runtime is None and known["5"].runtime == 3
         # a history written before this was known: job 2 "ran" for no time from its cancellation
         store.record_snapshot(1, [Observation(JobRecord("2", "jlab1", submit=1795766797, start=1795766800,

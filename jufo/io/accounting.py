@@ -18,7 +18,7 @@ from math import ceil
 
 from .dates import parse_date
 from .errors import InputError
-from .slurm import never_ran, seconds_of
+from .slurm import never_ran, parse_tasks, seconds_of
 from .values import MAX_COUNT, MAX_NODES
 
 
@@ -152,7 +152,8 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
     their own, a pending array's summary line (``123_[8-100%10]``) is skipped: its tasks are
     not known yet. A job cancelled while pending, which sacct shows as starting and ending the
     moment it left (``slurm.never_ran``; its ``NodeList`` read where the header has one), is
-    a record with that end and no start: it never ran, so it teaches no run time and no start.
+    a record with that end and no start: it never ran, so it teaches no run time and no start;
+    so is each task of a cancelled array's summary line (``123_[8-100%10]`` CANCELLED).
     A malformed line is InputError naming the file and line.
     """
     counts = {"jobs": 0, "steps": 0, "pending_arrays": 0, "never_ran": 0}
@@ -178,7 +179,8 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         if "." in job_id:
             counts["steps"] += 1
             continue
-        if _ARRAY_SUMMARY.match(job_id):
+        summary = _ARRAY_SUMMARY.match(job_id) is not None
+        if summary and not get["State"].upper().startswith("CANCELLED"):
             counts["pending_arrays"] += 1
             continue
         try:
@@ -191,9 +193,19 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
             wall = seconds_of(get["Timelimit"])
             submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
             eligible = _date(get["Eligible"])
+            tasks = parse_tasks(job_id[job_id.index("[") + 1:-1])[0] if summary else []
         except ValueError as err:
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
         state = get["State"].split()[0].upper() if get["State"] else ""
+        if summary:  # an array cancelled with tasks still pending: each of them never ran
+            base = job_id[:job_id.index("_")]
+            for task in tasks if end is not None and (start is None or start == end) else ():
+                out.append(JobRecord(f"{base}_{task}", get["User"], get["Group"], get["Account"],
+                                     get["Partition"].split(",")[0], get["QOS"], max(nodes, 1), max(cores, 1), wall,
+                                     submit, None, end, _held_until(submit, eligible, None)))
+                counts["never_ran"] += 1
+                counts["jobs"] += 1
+            continue
         if state in ("PENDING", "REQUEUED") or (start is not None and end is not None and end < start):
             start = end = None
         elif never_ran(state, start, end, None if node_list is None else fields[node_list]):

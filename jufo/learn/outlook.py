@@ -22,7 +22,7 @@ from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, buck
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
-from ..io.slurm import never_ran
+from ..io.slurm import never_ran, parse_tasks
 from ..io.values import MAX_COUNT, MAX_NODES, MAX_SECONDS, whole
 from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
@@ -212,10 +212,27 @@ def observations(snap: Snapshot) -> list[Observation]:
             ended = _ended(d)
             if ended is not None and never_ran(d.get("detailedstatus") or d.get("state") or "", *ended,
                                                 d.get("nodelist", "")):
-                out.append(Observation(replace(record, end=ended[1]), "gone"))  # cancelled while pending
+                # cancelled while pending; an array record, with the tasks a snapshot showed waiting
+                out += [Observation(replace(record, id=key, end=ended[1]), "gone") for key in _task_keys(d, job.key)]
             elif ended is not None:
                 out.append(Observation(replace(record, start=ended[0], end=ended[1]), "ended"))
     return out
+
+
+def _task_keys(data: dict[str, str], key: str) -> list[str]:
+    """The history's keys of a finished record: an array record's tasks (``7_5``, as a snapshot
+    names the waiting tasks it expands), else the record's own key.
+
+    >>> _task_keys({"ArrayJobId": "7", "ArrayTaskId": "5-7%2"}, "7"), _task_keys({}, "8")
+    (['7_5', '7_6', '7_7'], ['8'])
+    """
+    array, spec = data.get("ArrayJobId", ""), data.get("ArrayTaskId", "")
+    if not array or not spec or spec.isdigit():
+        return [key]
+    try:
+        return [f"{array}_{task}" for task in parse_tasks(spec)[0]]
+    except ValueError:
+        return [key]
 
 
 def _date(text: str | None) -> int | None:
