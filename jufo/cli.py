@@ -914,7 +914,7 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
         kept = sum(store.record_forecasts(made, rows) for made, rows in retro)
     finished = sum(r.start is not None and r.end is not None for r in records)
     running = sum(r.start is not None and r.end is None for r in records)
-    never = sum(r.start is None and r.end is not None for r in records)
+    never = sum(r.never_ran for r in records)
     click.echo(f"jufo: imported {len(records):,} jobs from {source} ({finished:,} finished, {running:,} running, "
                f"{len(records) - finished - running - never:,} queued"
                f"{f', {never:,} cancelled before they started' if never else ''}){skipped}", err=True)

@@ -51,6 +51,15 @@ class JobRecord:
         return self.submit if self.eligible is None or self.submit is None else max(self.submit, self.eligible)
 
     @property
+    def never_ran(self) -> bool:
+        """Whether the job left the queue without running (cancelled while pending): an end, no start.
+
+        >>> JobRecord("1", submit=0, end=50).never_ran, JobRecord("2", submit=0, start=5, end=50).never_ran
+        (True, False)
+        """
+        return self.start is None and self.end is not None
+
+    @property
     def runtime(self) -> int | None:
         """Run time of a finished job."""
         return None if self.start is None or self.end is None else self.end - self.start
@@ -70,7 +79,7 @@ def until(records: Iterable[JobRecord], t: int) -> Iterator[JobRecord]:
     [('1', 9), ('2', None), ('4', 8)]
     """
     for rec in records:
-        if rec.start is None and rec.end is not None and rec.end <= t:
+        if rec.never_ran and rec.end <= t:
             yield rec
             continue
         if rec.start is None or rec.start >= t:

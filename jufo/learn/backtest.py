@@ -94,7 +94,7 @@ class TraceSource:
         hi = bisect.bisect_right(self.submits, now)
         out = []
         for rec in self.by_submit[lo:hi]:
-            if rec.start is None and rec.end is not None and rec.end <= now:
+            if rec.never_ran and rec.end <= now:
                 out.append(rec)  # cancelled while pending: it waited until it left, and never ran
             elif rec.start is None or rec.start >= now:
                 out.append(JobRecord(rec.id, rec.user, rec.group, rec.account, rec.queue, rec.qos, rec.nodes,

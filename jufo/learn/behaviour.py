@@ -195,14 +195,14 @@ def cap_events(rec: JobRecord, before: int | None = None) -> list[CapEvent]:
     ends come before submits before starts, ties by job id (plain tuples sort without a key
     function)."""
     out: list[CapEvent] = []
-    if rec.submit is None or (rec.start is None and rec.end is not None and rec.end <= rec.submit):
+    if rec.submit is None or (rec.never_ran and rec.end <= rec.submit):
         return out
     out.append((rec.submit, 1, rec.id, rec.user, rec.cores))
     if rec.start is not None and (before is None or rec.start < before):
         out.append((rec.start, 2, rec.id, rec.user, rec.cores))
         if rec.end is not None and (before is None or rec.end < before):
             out.append((rec.end, 0, rec.id, rec.user, rec.cores))
-    elif rec.start is None and rec.end is not None and (before is None or rec.end < before):
+    elif rec.never_ran and (before is None or rec.end < before):
         out.append((rec.end, -1, rec.id, rec.user, rec.cores))
     return out
 

@@ -282,7 +282,7 @@ class History:
         start = rec.start if rec.start is not None and (accounting or old_start is None) else old_start
         end = rec.end if rec.end is not None and (accounting or old_end is None) else old_end
         new_state = state if order[state] >= order.get(old_state, 0) else old_state
-        if state == "gone" and rec.start is None and rec.end is not None and accounting:
+        if state == "gone" and rec.never_ran and accounting:
             # it left the queue without running: what an earlier snapshot guessed (a start halfway
             # between two snapshots, or Slurm's start = end of a cancelled job) was no start
             start, end, new_state = None, rec.end, "gone"

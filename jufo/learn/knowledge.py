@@ -133,7 +133,7 @@ class WindowIndex:
             if rec.wall is None or rec.submit is None:
                 continue
             c = wall_class(rec.wall)
-            if rec.start is None and rec.end is not None:  # cancelled while pending: it left
+            if rec.never_ran:  # cancelled while pending: it left
                 if rec.end > rec.submit:
                     events[c] += [(rec.submit, 1), (rec.end, -1)]
             elif rec.start is None:
