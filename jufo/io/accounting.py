@@ -218,14 +218,14 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         if state in ("PENDING", "REQUEUED") or (start is not None and end is not None and end < start):
             start = end = None
         elif never_ran(state, start, end, None if node_list is None else fields[node_list]):
-            start = None
-            counts["never_ran"] += 1
+            start = None  # (sacct may show such a job's Start as None, too)
         elif state in ("RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "RESIZING"):
             end = None
         out.append(JobRecord(job_id, get["User"], get["Group"], get["Account"], get["Partition"].split(",")[0],
                              get["QOS"], max(nodes, 1), max(cores, 1), wall, submit, start, end,
                              _held_until(submit, eligible, start)))
         counts["jobs"] += 1
+        counts["never_ran"] += out[-1].never_ran
     if header is None:
         raise InputError(source, "header", None, "empty: expected sacct --parsable2 output with a header line")
     return out, counts
