@@ -335,6 +335,20 @@ def test_the_tasks_of_an_array_cancelled_while_pending_leave_the_history_without
     assert counts["pending_arrays"] == 0 and counts["never_ran"] == 5
 
 
+def test_a_cancelled_arrays_summary_line_gives_its_tasks_unless_there_are_too_many():
+    """A cancelled array's summary line names its pending tasks; one with more tasks than jufo
+    expands (a site's MaxArraySize may allow millions) is skipped as a pending array's is, not
+    a reason to refuse the whole dump."""
+    lines = ["JobID|User|Partition|NNodes|NCPUS|Timelimit|Submit|Start|End|State",
+             "7_[1-99999999]|u|b|1|1|1:00:00|2026-01-01T00:00:00|None|2026-01-01T01:00:00|CANCELLED by 3",
+             "8_[2-3,5%1]|u|b|1|1|1:00:00|2026-01-01T00:00:00|None|2026-01-01T01:00:00|CANCELLED by 3",
+             "9_[2-3]|u|b|1|1|1:00:00|2026-01-01T00:00:00|Unknown|Unknown|PENDING"]
+    records, counts = accounting.read_sacct(lines, "s.txt")
+    assert [(r.id, r.start, r.end - r.submit) for r in records] == [("8_2", None, 3600), ("8_3", None, 3600),
+                                                                    ("8_5", None, 3600)]
+    assert counts["pending_arrays"] == 2 and counts["never_ran"] == 3
+
+
 def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path):
     """scontrol keeps a cancelled job for MinJobAge with StartTime = EndTime and no nodes; a
     snapshot of it (the real capture: 2 and the pending array 10 cancelled, 11 cancelled while

@@ -189,9 +189,16 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
             counts["steps"] += 1
             continue
         summary = _ARRAY_SUMMARY.match(job_id) is not None
-        if summary and not get["State"].upper().startswith("CANCELLED"):
-            counts["pending_arrays"] += 1
-            continue
+        tasks: list[int] = []
+        if summary:  # a pending array's tasks are not known yet; a cancelled one's never ran
+            try:
+                tasks = parse_tasks(job_id[job_id.index("[") + 1:-1])[0] if \
+                    get["State"].upper().startswith("CANCELLED") else []
+            except ValueError:  # more tasks than jufo expands (MaxArraySize may allow them)
+                tasks = []
+            if not tasks:
+                counts["pending_arrays"] += 1
+                continue
         try:
             if not job_id:
                 raise ValueError("JobID is empty")
@@ -202,7 +209,6 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
             wall = seconds_of(get["Timelimit"])
             submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
             eligible = _date(get["Eligible"])
-            tasks = parse_tasks(job_id[job_id.index("[") + 1:-1])[0] if summary else []
         except ValueError as err:
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
         state = get["State"].split()[0].upper() if get["State"] else ""
