@@ -213,25 +213,22 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
         state = get["State"].split()[0].upper() if get["State"] else ""
         if summary:  # an array cancelled with tasks still pending: each of them never ran
-            base = job_id[:job_id.index("_")]
-            for task in tasks if end is not None and (start is None or start == end) else ():
-                out.append(JobRecord(f"{base}_{task}", get["User"], get["Group"], get["Account"],
-                                     get["Partition"].split(",")[0], get["QOS"], max(nodes, 1), max(cores, 1), wall,
-                                     submit, None, end, _held_until(submit, eligible, None)))
-                counts["never_ran"] += 1
-                counts["jobs"] += 1
-            continue
-        if state in ("PENDING", "REQUEUED") or (start is not None and end is not None and end < start):
+            if end is None or start not in (None, end):
+                tasks = []
+            start = None
+        elif state in ("PENDING", "REQUEUED") or (start is not None and end is not None and end < start):
             start = end = None
         elif never_ran(state, start, end, None if node_list is None else fields[node_list]):
             start = None  # (sacct may show such a job's Start as None, too)
         elif state in ("RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "RESIZING"):
             end = None
-        out.append(JobRecord(job_id, get["User"], get["Group"], get["Account"], get["Partition"].split(",")[0],
-                             get["QOS"], max(nodes, 1), max(cores, 1), wall, submit, start, end,
-                             _held_until(submit, eligible, start)))
-        counts["jobs"] += 1
-        counts["never_ran"] += out[-1].never_ran
+        record = JobRecord(job_id, get["User"], get["Group"], get["Account"], get["Partition"].split(",")[0],
+                           get["QOS"], max(nodes, 1), max(cores, 1), wall, submit, start, end,
+                           _held_until(submit, eligible, start))
+        made = [replace(record, id=f"{job_id[:job_id.index('_')]}_{task}") for task in tasks] if summary else [record]
+        out += made
+        counts["jobs"] += len(made)
+        counts["never_ran"] += sum(r.never_ran for r in made)
     if header is None:
         raise InputError(source, "header", None, "empty: expected sacct --parsable2 output with a header line")
     return out, counts
