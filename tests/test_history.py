@@ -304,6 +304,7 @@ def test_a_backtest_queues_a_job_cancelled_while_pending_but_scores_no_forecast_
     assert result.exit_code == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["snapshots"] == 3 and figures["forecasts"] == 2, figures  # job 3's at 200 and 300 s
+    assert figures["cancelled"] == 1
     assert figures["overall"]["walltime"]["median_error"] == 1000 - 2000, figures["overall"]
 
 

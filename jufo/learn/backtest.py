@@ -473,6 +473,7 @@ class Summary:
     median_wait: float
     overall: dict[str, dict[str, float]] = field(default_factory=dict)
     by_wait: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    cancelled: int = 0  # jobs cancelled while pending: queued until they left, none of their forecasts scored
 
 
 def summarize(forecasts: list[Forecast], snapshots: int) -> Summary:
@@ -522,7 +523,7 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
     forecasts = calibrate(raw, coverage, settings.keep_days)
     if at_submit:
         forecasts = [f for f in forecasts if f.raw.submit == f.raw.made]
-    return summarize(forecasts, len(ats)), forecasts
+    return replace(summarize(forecasts, len(ats)), cancelled=sum(j.cancelled for j in trace.jobs)), forecasts
 
 
 def retro_forecasts(settings: Settings, start: int | None, stop: int | None, workers: int = 1,
@@ -551,6 +552,9 @@ def table(summary: Summary, title: str) -> str:
              f"  {summary.snapshots} snapshots, {summary.forecasts:,} forecasts "
              f"({summary.unpredicted} without a simulated start left out); median real wait "
              f"{summary.median_wait:,.0f} s"]
+    if summary.cancelled:
+        lines.append(f"  {summary.cancelled:,} jobs cancelled before they started: queued until they left, "
+                     "none of their forecasts scored")
     blocks: Iterable[tuple[str, dict]] = [("all forecasts", summary.overall), *summary.by_wait.items()]
     for label, figures in blocks:
         count = figures["history"].get("count", 0)
