@@ -60,6 +60,15 @@ class JobRecord:
         return self.start is None and self.end is not None
 
     @property
+    def left_queue(self) -> int | None:
+        """When the job stopped waiting: its start, or its end if it never ran; None while it waits.
+
+        >>> JobRecord("1", submit=0, start=5, end=50).left_queue, JobRecord("2", submit=0, end=8).left_queue
+        (5, 8)
+        """
+        return self.start if self.start is not None else self.end
+
+    @property
     def runtime(self) -> int | None:
         """Run time of a finished job."""
         return None if self.start is None or self.end is None else self.end - self.start

@@ -228,8 +228,7 @@ def trace_of_records(records, source: str) -> Trace:
         user, group, queue = (ids[k].setdefault(v or "-", len(ids[k])) for k, v in
                               (("user", rec.user), ("group", rec.group), ("queue", rec.queue or "batch")))
         # a start before the submit (a requeued job's new Submit) counts as no wait, as in SWF
-        left = rec.start if rec.start is not None else rec.end
-        trace.jobs.append(TraceJob(number, rec.queued - zero, max(left - rec.queued, 0),
+        trace.jobs.append(TraceJob(number, rec.queued - zero, max(rec.left_queue - rec.queued, 0),
                                    rec.end - rec.start if rec.start is not None else 0,
                                    rec.cores, rec.wall if rec.wall else -1, user, group, queue, rec.start is None))
     trace.names = {k: list(v) for k, v in ids.items()}

@@ -83,7 +83,7 @@ def window_counts(records: Iterable[JobRecord], now: int,
         if rec.start is not None and rec.start < lo:
             continue
         c = wall_class(rec.wall)
-        left = rec.start if rec.start is not None else rec.end  # (an end without a start: cancelled)
+        left = rec.left_queue
         begin, stop = max(rec.submit, lo), min(left if left is not None else now, now)
         if stop > begin:
             _add_exposure(exposure[c], begin, stop)

@@ -133,13 +133,11 @@ class WindowIndex:
             if rec.wall is None or rec.submit is None:
                 continue
             c = wall_class(rec.wall)
-            if rec.never_ran:  # cancelled while pending: it left
-                if rec.end > rec.submit:
-                    events[c] += [(rec.submit, 1), (rec.end, -1)]
-            elif rec.start is None:
+            left = rec.left_queue  # its start, or its end if cancelled while pending
+            if left is None:
                 events[c].append((rec.submit, 1))
-            elif rec.start > rec.submit:
-                events[c] += [(rec.submit, 1), (rec.start, -1)]
+            elif left > rec.submit:
+                events[c] += [(rec.submit, 1), (left, -1)]
             if rec.start is not None:
                 self.starts[c].append(rec.start)
         times = [t for row in events for t, _ in row] + [t for row in self.starts for t in row]
