@@ -367,6 +367,7 @@ def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path
         known = {r.id: r for r in store.records(EPOCH * 2)}  # they waited until they left, and ran nothing
         assert set(known) == set(rows) and all(known[k].start is None for k in ("2", "10_2", "11"))
         assert known["2"].end == 1795766800 and known["2"].runtime is None and known["5"].runtime == 3
+        assert store.stats()["jobs_cancelled"] == 6 and "jobs_gone" not in store.stats()  # 2, 11, 10_1..10_4
         # a history written before this was known: job 2 "ran" for no time from its cancellation
         store.record_snapshot(1, [Observation(JobRecord("2", "jlab1", submit=1795766797, start=1795766800,
                                                         end=1795766800), "ended")])

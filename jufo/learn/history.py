@@ -374,9 +374,11 @@ class History:
             "ORDER BY f.made, f.job").fetchall()
 
     def stats(self) -> dict[str, int]:
-        """Counts for ``history show``."""
+        """Counts for ``history show``: jobs by state, those gone without a start but with an end
+        (cancelled while pending) apart from those that left unseen."""
         db = self.db
-        jobs = dict(db.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+        jobs = dict(db.execute("SELECT CASE WHEN state = 'gone' AND start IS NULL AND end IS NOT NULL "
+                               "THEN 'cancelled' ELSE state END AS s, count(*) FROM jobs GROUP BY s").fetchall())
         return {"jobs": sum(jobs.values()), **{f"jobs_{k}": v for k, v in sorted(jobs.items())},
                 "snapshots": db.execute("SELECT count(*) FROM snapshots").fetchone()[0],
                 "forecasts": db.execute("SELECT count(*) FROM forecasts").fetchone()[0]}
