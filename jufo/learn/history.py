@@ -38,6 +38,7 @@ APPLICATION_ID = 0x6A75666F  # "jufo"
 SCHEMA_VERSION = 1
 KEEP_DAYS = 90
 START_GAP = 3600  # a job that left the queue unseen within this long started halfway (estimate)
+NEVER_RAN = "(start IS NULL AND end IS NOT NULL)"  # a row's JobRecord.never_ran: cancelled while pending
 SCORED_LIMIT = 50_000  # calibration reads at most the newest this many forecasts
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 SOURCE_PRIORITY = {"snapshot": 0, "swf": 1, "sacct": 1}
@@ -331,7 +332,7 @@ class History:
         they waited until then, which start windows and user caps count."""
         out = []
         for row in self.db.execute("SELECT id, user, grp, account, queue, qos, nodes, cores, wall, submit, start, end "
-                                   "FROM jobs WHERE (state != 'gone' OR (start IS NULL AND end IS NOT NULL)) "
+                                   f"FROM jobs WHERE (state != 'gone' OR {NEVER_RAN}) "
                                    "AND submit IS NOT NULL AND submit <= ? ORDER BY id", (now,)):
             start, end = row[10], row[11]
             if start is not None and start >= now:
@@ -377,8 +378,8 @@ class History:
         """Counts for ``history show``: jobs by state, those gone without a start but with an end
         (cancelled while pending) apart from those that left unseen."""
         db = self.db
-        jobs = dict(db.execute("SELECT CASE WHEN state = 'gone' AND start IS NULL AND end IS NOT NULL "
-                               "THEN 'cancelled' ELSE state END AS s, count(*) FROM jobs GROUP BY s").fetchall())
+        jobs = dict(db.execute(f"SELECT CASE WHEN state = 'gone' AND {NEVER_RAN} THEN 'cancelled' ELSE state END "
+                               "AS s, count(*) FROM jobs GROUP BY s").fetchall())
         return {"jobs": sum(jobs.values()), **{f"jobs_{k}": v for k, v in sorted(jobs.items())},
                 "snapshots": db.execute("SELECT count(*) FROM snapshots").fetchone()[0],
                 "forecasts": db.execute("SELECT count(*) FROM forecasts").fetchone()[0]}
