@@ -375,6 +375,9 @@ def test_a_job_cancelled_while_pending_teaches_no_start_and_no_run_time(tmp_path
     assert cli("history", "import", str(CANCELLED / "sacct.txt"), "--history", str(db)).exit_code == 0
     assert sqlite3.connect(db).execute("SELECT state, start, end FROM jobs WHERE id = '2'").fetchone() == \
         ("gone", None, 1795766800)
+    shown = json.loads(cli("history", "show", "--history", str(db), "--json").stdout)["cancellations"]
+    assert (shown["cancelled"], shown["left_queue"]) == (6, 15) and shown["by_user"]["jlab2"] == \
+        {"left_queue": 7, "cancelled": 4}  # what the forecast expects of each user's waiting jobs
     # imported --until a time: known to have left by then, or not yet known at all
     for until, found in (("2026-11-27T08:06:45", [("2", "gone", None)]), ("2026-11-27T08:06:39", [])):
         fresh = tmp_path / f"{until}.db"

@@ -13,6 +13,7 @@ from jufo.learn import behaviour
 from jufo.learn.backtest import Settings, TraceSource, _load, snapshot_forecasts, snapshot_times
 from jufo.engine.windows import WEEK
 from jufo.learn.knowledge import CapIndex, RuntimeIndex, WindowIndex
+from jufo.learn.cancellation import CancelIndex, CancelOdds
 from jufo.learn.runtime import RuntimePredictor
 from jufo.io.accounting import JobRecord
 
@@ -127,11 +128,18 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed, cancelled):
     snapshots = range(20 * DAY + 600 * seed, 135 * DAY + 1, DAY // 2)
     windows, caps = WindowIndex(records), CapIndex(records, capacity, snapshots)
     keys = [(r.user, r.queue, r.wall, r.cores) for r in records[:60]]
-    compared = {"runs": 0, "windows": 0, "caps": 0, "overruns": 0}
+    compared = {"runs": 0, "windows": 0, "caps": 0, "overruns": 0, "cancels": 0}
     for keep_days in (90, 10):
         source, runtimes = TraceSource(records, keep_days), RuntimeIndex(records, keep_days * DAY)
+        cancels = CancelIndex(records, keep_days * DAY)
         for now in snapshots:
             known = source.records(now)
+            scratch_odds, indexed = CancelOdds(known, now), cancels.as_of(now)
+            assert bool(indexed) == bool(scratch_odds), now
+            for user in ("u0", "u3", "nobody"):
+                for age in (0, 600, 3600, 30 * 3600):
+                    assert (indexed.odds(user, age) if indexed else 0.0) == scratch_odds.odds(user, age), (now, user)
+                    compared["cancels"] += bool(indexed)
             finished = sorted((r for r in known if r.end is not None and r.start is not None),
                               key=lambda r: (r.end, r.id))
             (scratch, overruns), asof = RuntimePredictor.learning(finished), runtimes.as_of(now)
@@ -150,3 +158,4 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed, cancelled):
             assert caps.window(now) == behaviour.cap_window(known, now, capacity), now
             compared["caps"] += bool(caps.window(now)[0])
     assert compared["windows"] > 100 and compared["caps"] > 100 and compared["overruns"] > 10_000, compared
+    assert compared["cancels"] > 1000 if cancelled else compared["cancels"] == 0, compared

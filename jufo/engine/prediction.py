@@ -34,6 +34,9 @@ class Behaviour:
     windows: WeeklyWindows | None = None
     user_caps: dict[str, int] = field(default_factory=dict)
     runtimes: dict[str, tuple[int, str]] = field(default_factory=dict)  # job id → (seconds, model)
+    # waiting job id → the odds it is cancelled before it starts: the simulation holds its nodes
+    # for that share less of its run time, the work the queue can expect of it
+    cancel_odds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +91,9 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
             predicted = behaviour.runtimes.get(job.id)
             if predicted is not None and job.actual is None:
                 job.actual = min(predicted[0], job.wall)
+                odds = behaviour.cancel_odds.get(job.id)
+                if odds:
+                    job.actual = round(job.actual * (1 - odds))
         if behaviour.user_caps:
             running = Counter(job.owner for job in snap.jobs if job.running)
             caps = {user: max(cap, running[user]) for user, cap in behaviour.user_caps.items()}

@@ -11,6 +11,8 @@ snapshot by snapshot), because what the accounting shows at ``now`` is the trace
   ``now``, the last ones that had ended (and were kept) by then.
 * ``WindowIndex``: waiting seconds and starts per wall class and hour of the trace, summed over
   the eight weeks before ``now``.
+* ``CancelIndex`` (``cancellation``): the jobs in the order they left the queue; as of ``now``,
+  the slice of the last ``CANCEL_DAYS`` days.
 * ``CapIndex``: the user-cap sweep (``behaviour.cap_segments``) run once, closed at every
   snapshot time and every snapshot time less ``CAP_DAYS``; a window is the sum of its segments,
   read off running sums and a range-maximum table per user. It needs the snapshot times in
@@ -29,6 +31,7 @@ from ..io.accounting import JobRecord
 from .behaviour import (CAP_DAYS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, cap_events, cap_segments, closed_slots,
                         learn_user_caps, user_caps)
 from .calibration import Calibration
+from .cancellation import CancelIndex
 from .outlook import HistorySource, Learned
 from .runtime import REACH_JOBS, RuntimeRules, overrun, reach, reach_candidate, run_keys, share_keys
 
@@ -299,6 +302,7 @@ class TraceKnowledge:
         self.runtimes = RuntimeIndex(records, keep)
         self.windows = WindowIndex(records)
         self.caps = CapIndex(records, capacity, times) if times else None
+        self.cancels = CancelIndex(records, keep)
         self.capacity = capacity
 
     def learn(self, source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
@@ -312,4 +316,4 @@ class TraceKnowledge:
         overruns = runtimes.overruns()
         runtimes.learned_overruns(overruns)
         return Learned(runtimes, WeeklyWindows(self.windows.closed(now), now), caps,
-                       Calibration(source.scored(now), coverage), reach(overruns, coverage))
+                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now))

@@ -18,6 +18,7 @@ from ..engine import jobsets
 from ..io.accounting import JobRecord
 from ..engine.prediction import Behaviour
 from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
+from .cancellation import CANCEL_DAYS, CancelOdds
 from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
@@ -51,6 +52,7 @@ class Learned:
     user_caps: dict[str, int]
     calibration: Calibration
     reach: float = 0.0  # how far toward their walls recent jobs ran beyond their predictions (runtime.reach)
+    cancels: CancelOdds | None = None  # the odds that a waiting job is cancelled before it starts
 
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
@@ -60,20 +62,25 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
     predictor, overruns = RuntimePredictor.learning(in_end_order(records))
     windows = WeeklyWindows(learn_windows(records, now), now)
     caps = learn_user_caps(records, now, snap.machine.total_cores)
-    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), reach(overruns, coverage))
+    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), reach(overruns, coverage),
+                   CancelOdds(records, now))
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
     """The habits to simulate, and each job's predicted run time (running jobs: given how
     long they have run)."""
     runtimes = {}
+    odds = {}
+    cancels = learned.cancels
     for job in snap.jobs:
         if job.running:
             runtimes[job.id] = learned.predictor.predict(job.owner, job.queue, job.wall, job.total_cores,
                                                          elapsed=max(0, -(job.started or 0)))
         elif job.reason is None:
             runtimes[job.id] = learned.predictor.predict(job.owner, job.queue, job.wall, job.total_cores)
-    return Behaviour(learned.windows, learned.user_caps, runtimes)
+            if cancels:
+                odds[job.id] = cancels.odds(job.owner, max(0, -job.queued))
+    return Behaviour(learned.windows, learned.user_caps, runtimes, odds)
 
 
 @dataclass
@@ -150,6 +157,8 @@ def results(look: Outlook) -> dict[str, list[tuple[str, str]]]:
                 if found:
                     pairs += [("jufo_starttime_lo", when(found[1])), ("jufo_starttime_hi", when(found[2]))]
             end = snap.epoch + job.end + (start - snap.epoch - job.start if start is not None else 0)
+            if start is not None and runtime is not None and look.behaviour.cancel_odds.get(job.id):
+                end = start + min(runtime[0], job.wall)  # it runs whole if it runs (held shorter for its odds)
             pairs.append(("jufo_endtime", when(end)))
             plain = walls[job.id]
             if not job.running and plain.start is not None:
@@ -175,6 +184,8 @@ def model_text(look: Outlook, job: Job, runtime: tuple[int, str] | None, found) 
             habits.append("windows")
         if look.behaviour.user_caps:
             habits.append("user caps")
+        if look.behaviour.cancel_odds:
+            habits.append("cancellations")
         parts.append("start=simulated" + (f" with learned {' and '.join(habits)}" if habits else ""))
         if found:
             calibration = look.knowledge.calibration
@@ -303,6 +314,12 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
     hours: dict[str, int] = {}
     out["user_caps"] = learn_user_caps(records, now + 1, int(capacity), evidence=hours) if capacity else None
     out["user_caps_basis_hours"] = {user: round(seconds / 3600, 1) for user, seconds in sorted(hours.items())}
+    cancels = CancelOdds(records, now + 1)
+    out["cancellations"] = {"days": CANCEL_DAYS, "left_queue": len(cancels.all_left),
+                            "cancelled": len(cancels.all_cancelled),
+                            "by_user": {user: {"left_queue": len(cancels.left[user]), "cancelled": len(ages)}
+                                        for user, ages in sorted(cancels.cancelled.items(),
+                                                                 key=lambda kv: (-len(kv[1]), kv[0]))[:top]}}
     calibration = Calibration(history.scored(now + 1), coverage)
     horizons = []
     for b in sorted(calibration.groups):
@@ -369,6 +386,16 @@ def taught_text(info: dict) -> str:
         shown = sorted(caps.items(), key=lambda kv: (kv[1], -basis.get(kv[0], 0), kv[0]))[:20]
         lines.append("  " + ", ".join(f"{u} {k} ({basis.get(u, 0):,.0f} h)" for u, k in shown)
                      + (f" … ({len(caps)} users)" if len(caps) > 20 else ""))
+    cancelled = info.get("cancellations")
+    if cancelled is not None:
+        lines.append(f"\nCancelled while pending (jobs that left the queue in the last {cancelled['days']} days)")
+        if not cancelled["cancelled"]:
+            lines.append(f"  none of {cancelled['left_queue']:,}: every waiting job is expected to run")
+        else:
+            lines.append(f"  {cancelled['cancelled']:,} of {cancelled['left_queue']:,}; a waiting job holds its nodes "
+                         f"in the forecast for the share of its run time its user's record expects it to run")
+            lines.append("  " + ", ".join(f"{u} {v['cancelled']:,} of {v['left_queue']:,}"
+                                          for u, v in cancelled["by_user"].items()))
     lines.append("\nReal starts against the simulation, by horizon: real wait ≈ ratio × (simulated wait + 10 min) − 10 min")
     if not info["lateness_by_horizon"]:
         lines.append(f"  not learned yet: no forecast scored against a real start (predict --history records "
