@@ -308,6 +308,28 @@ def test_a_backtest_queues_a_job_cancelled_while_pending_but_scores_no_forecast_
     assert figures["overall"]["walltime"]["median_error"] == 1000 - 2000, figures["overall"]
 
 
+def test_an_swf_job_of_status_5_that_never_ran_is_queued_until_it_left_but_not_scored(tmp_path):
+    """The same three jobs as an SWF trace: job 2 has status 5 (cancelled) and a run time of 0,
+    its wait the 500 s until it left. Read as cancelled before it started, it is queued at the
+    snapshots, as the real machine had it, and none of its forecasts is scored; as a job that ran
+    for no time (status 1) its three forecasts are scored against the moment it left."""
+    def trace(status: int) -> str:
+        lines = ["; MaxProcs: 1", "1 0 0 1000 1 -1 -1 1 1200 -1 1 1 1 -1 1 -1 -1 -1",
+                 f"2 100 500 0 1 -1 -1 1 800 -1 {status} 2 1 -1 1 -1 -1 -1",
+                 "3 200 800 300 1 -1 -1 1 500 -1 1 3 1 -1 1 -1 -1 -1"]
+        path = tmp_path / f"t{status}.swf"
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    assert [j.cancelled for j in swf.read(trace(5)).jobs] == [False, True, False]
+    for status, forecasts, cancelled in ((5, 2, 1), (1, 5, 0)):
+        result = cli("backtest", trace(status), "--nodes", "1", "--every", "100", "--to", "300", "--json")
+        assert result.exit_code == 0, result.stderr
+        figures = json.loads(result.stdout)
+        assert (figures["forecasts"], figures["cancelled"]) == (forecasts, cancelled), figures
+    assert swf._status("5.0") == swf.CANCELLED
+
+
 def test_the_tasks_of_an_array_cancelled_while_pending_leave_the_history_without_a_start(tmp_path):
     """A snapshot shows array 10's four tasks waiting; the next (the real capture, three seconds
     after the cancellation) shows the array's record cancelled. The tasks are gone with no

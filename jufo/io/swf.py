@@ -28,6 +28,7 @@ _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endles
 
 SYSTEM_FORMAT = "%m/%d/%y-%H:%M:%S"
 JOB_FORMAT = "%Y-%m-%d %H:%M:%S"
+CANCELLED = 5  # SWF's status of a cancelled job; with a run time of 0, it was cancelled before it started
 
 
 @dataclass(slots=True)
@@ -43,7 +44,7 @@ class TraceJob:
     user: int
     group: int
     queue: int
-    cancelled: bool = False  # left the queue at ``start`` without running (sacct: cancelled while pending)
+    cancelled: bool = False  # left the queue at ``start`` without running (sacct; SWF: status 5, run 0)
 
     @property
     def start(self) -> int:
@@ -135,8 +136,24 @@ def _lines(fh, path: str, limit: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, s
         yield lineno + 1, carry
 
 
+def _status(text: str) -> int | None:
+    """An SWF status field as a number (``1``, ``5.0``), or None where it is not one: jufo reads
+    the status only to know a cancelled job, so an odd status is no reason to refuse a trace.
+
+    >>> _status("5"), _status("5.0"), _status("-1"), _status("x"), _status("nan")
+    (5, 5, -1, None, None)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
 def read(path: str) -> Trace:
-    """Read an SWF trace (``.swf`` or ``.swf.gz``); InputError (exit 2) on a malformed line."""
+    """Read an SWF trace (``.swf`` or ``.swf.gz``); InputError (exit 2) on a malformed line.
+    A job of status 5 that ran for 0 s was cancelled before it started (``TraceJob.cancelled``):
+    a backtest queues it until it left and scores none of its forecasts."""
     opener = gzip.open if path.endswith(".gz") else open
     trace = Trace([])
     stream = None
@@ -170,6 +187,7 @@ def read(path: str) -> Trace:
                     except ValueError:  # ``3600.0``, ``1e3``, or not a number at all
                         number, submit, wait, run, alloc, req_procs, req_time = (int(float(x)) for x in picked)
                     user, group, queue = int(fields[11]), int(fields[12]), int(fields[14])
+                    status = _status(fields[10])
                     for name, value, top in (("submit time", submit, MAX_SECONDS), ("wait time", wait, MAX_SECONDS),
                                              ("run time", run, MAX_SECONDS), ("requested time", req_time, MAX_SECONDS),
                                              ("processors", max(alloc, req_procs), MAX_COUNT)):
@@ -186,7 +204,9 @@ def read(path: str) -> Trace:
                 if run < 0 or procs <= 0 or submit < 0:
                     trace.unusable += 1
                     continue
-                trace.jobs.append(TraceJob(number, submit, max(wait, 0), run, procs, req_time, user, group, queue))
+                # status 5 and no run: cancelled before it started, after waiting ``wait`` seconds
+                trace.jobs.append(TraceJob(number, submit, max(wait, 0), run, procs, req_time, user, group, queue,
+                                           status == CANCELLED and run == 0))
         for key in ("MaxProcs", "MaxNodes"):
             size = trace.header.get(key, "").split()
             if size and size[0].isdigit() and (not _plain(size[0]) or int(size[0]) > MAX_COUNT):
