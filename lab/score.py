@@ -2,7 +2,7 @@
 settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
 "starts now" and the real start.
 
-    python lab/score.py DIR [--history] [--json]
+    python lab/score.py DIR [--history] [--json] [--rows FILE]
 
 For each capture and each pending job that later started: the walltime forecast
 (``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
@@ -69,7 +69,12 @@ def stats(errors: list[int]) -> dict:
             "within_5min": sum(a <= 300 for a in absolute) / len(errors)}
 
 
-def score(lab: Path, history: bool, every: int = 1) -> dict:
+ROW_FIELDS = ("capture", "job", "user", "at", "actual", "slurm", "walltime", "history", "lo", "hi", "model")
+
+
+def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None) -> dict:
+    """The scores of the lab's captures (every ``every``-th); ``rows`` (if given) gets one row
+    per pending job-snapshot scored (``ROW_FIELDS``, epoch seconds, None where there is none)."""
     captures = sorted(p for p in (lab / "capture").iterdir() if (p / "job.txt").exists())[::every]
     real = real_starts(sorted((lab / "capture").iterdir()))
     errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
@@ -114,6 +119,11 @@ def score(lab: Path, history: bool, every: int = 1) -> dict:
                                            "actual": actual - at, "reason": d.get("reason")})
                 h = learned.get(step, {})
                 best = _date(h.get("jufo_starttime"))
+                if rows is not None:
+                    rows.append({"capture": cap.name, "job": step, "user": d.get("owner"), "at": at,
+                                 "actual": actual, "slurm": est, "walltime": mine, "history": best,
+                                 "lo": _date(h.get("jufo_starttime_lo")), "hi": _date(h.get("jufo_starttime_hi")),
+                                 "model": h.get("jufo_model")})
                 if best is not None:
                     errors["history"].append(actual - best)
                     lo, hi = _date(h.get("jufo_starttime_lo")), _date(h.get("jufo_starttime_hi"))
@@ -163,8 +173,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--history", action="store_true", help="also the history forecast (needs DIR/sacct.txt)")
     p.add_argument("--every", type=int, default=1, help="score every N-th capture")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--rows", type=Path, help="also write each scored job-snapshot to this tab-separated file")
     args = p.parse_args(argv)
-    result = score(args.lab, args.history, args.every)
+    rows: list[dict] | None = [] if args.rows else None
+    result = score(args.lab, args.history, args.every, rows)
+    if args.rows:
+        lines = ["\t".join(ROW_FIELDS)] + ["\t".join("" if r[k] is None else str(r[k]) for k in ROW_FIELDS)
+                                           for r in rows]
+        args.rows.write_text("\n".join(lines) + "\n")
     print(json.dumps(result, indent=1) if args.json else table(result))
 
 

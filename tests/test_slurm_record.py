@@ -492,6 +492,12 @@ def test_a_lab_where_a_fifth_of_the_waiting_jobs_are_cancelled(tmp_path_factory)
     cancelled = {r.id for r in records if r.never_ran}
     assert counts["never_ran"] == len(cancelled) == 14
     assert not cancelled & set(score.real_starts(sorted((folder / "capture").iterdir())))
-    result = score.score(folder, history=True, every=3)
+    rows: list[dict] = []
+    result = score.score(folder, history=True, every=3, rows=rows)
     assert result["fidelity_within_60s"] >= 0.95
     assert result["history"]["median_abs_error"] <= 0.5 * result["slurm"]["median_abs_error"], result["history"]
+    # the rows score.py --rows writes: one per job-snapshot scored, the same errors
+    assert len(rows) == result["job_snapshots"] and set(rows[0]) == set(score.ROW_FIELDS)
+    errors = sorted(abs(r["actual"] - r["history"]) for r in rows if r["history"] is not None)
+    assert errors[(len(errors) - 1) // 2] <= result["history"]["median_abs_error"] <= errors[len(errors) // 2]
+    assert any("cancellations" in (r["model"] or "") for r in rows)  # the forecast expected them
