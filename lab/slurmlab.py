@@ -63,6 +63,7 @@ class Lab:
     ports: int = 0  # added to every port, so that two labs can run side by side
     debug: bool = False  # log every backfill pass (DebugFlags=Backfill,BackfillMap)
     user_limit: int = 0  # the normal QOS's MaxJobsPerUser (0: none), as sites limit running jobs
+    user_cpus: int = 0  # the normal QOS's MaxTRESPerUser=cpu (0: none), as sites limit the cores a user holds
 
     @property
     def munge_socket(self) -> Path:
@@ -146,7 +147,7 @@ def slurm_conf(lab: Lab) -> str:
         # slurmctld use the default socket otherwise, and fail once no munged listens there)
         lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
                   f"AccountingStoragePort={DBD_PORT + lab.ports}", f"AccountingStoragePass={lab.munge_socket}"]
-        if lab.user_limit:  # QOS limits count only where enforced (and every user needs an association)
+        if lab.user_limit or lab.user_cpus:  # QOS limits count only where enforced (and every user needs an association)
             lines.append("AccountingStorageEnforce=associations,limits,qos")
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
@@ -243,6 +244,8 @@ def start_accounting(lab: Lab) -> None:
         sh("sacctmgr", "-i", "add", "user", user, "Account=lab", "Cluster=jufolab", check=False, env=env)
     if lab.user_limit:
         sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxJobsPerUser={lab.user_limit}", env=env)
+    if lab.user_cpus:
+        sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxTRESPerUser=cpu={lab.user_cpus}", env=env)
 
 
 def start(lab: Lab) -> dict[str, str]:
@@ -394,6 +397,8 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
         ratio = min(run / limit, 1.0)
         sleep = max(1, min(int(ratio * limit_min * 60), limit_min * 60 - 5))
         nodes = max(1, min(lab.nodes, round(size * lab.nodes / procs)))
+        if lab.user_cpus:  # no job asks more than a user may hold (it would wait for ever)
+            nodes = max(1, min(nodes, lab.user_cpus // lab.cores))
         user = users.setdefault(uid, USERS[len(users) % len(USERS)])
         pick = random.Random(number)
         patience = pick.uniform(60, 600) if pick.random() < cancel else None
@@ -534,6 +539,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--user-limit", type=int, default=0,
                    help="the normal QOS's MaxJobsPerUser: jobs beyond it wait as QOSMaxJobsPerUserLimit "
                         "(needs --accounting)")
+    p.add_argument("--user-cpus", type=int, default=0,
+                   help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
+                        "and no job asks more (needs --accounting)")
     args = p.parse_args(argv)
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
@@ -542,12 +550,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
     if args.priority == "fairshare" and not args.accounting:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
-    if args.user_limit and not args.accounting:
-        raise SystemExit("slurmlab: --user-limit needs --accounting (QOS limits are slurmdbd's)")
+    if (args.user_limit or args.user_cpus) and not args.accounting:
+        raise SystemExit("slurmlab: --user-limit and --user-cpus need --accounting (QOS limits are slurmdbd's)")
     if args.install:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
-              ports=args.ports, debug=args.debug, user_limit=args.user_limit)
+              ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus)
     try:
         env = start(lab)
         if args.action == "start":

@@ -520,6 +520,43 @@ def test_a_qos_limit_on_running_jobs_per_user_holds_the_users_jobs_back(tmp_path
     assert _overlap(starts["without"]) >= 2 and _overlap(starts["with"]) == 1
 
 
+def _tres_snapshot(max_tres_pu: str | None, reason: str | None = None) -> bytes:
+    """Eight cores; user u (QOS normal) runs r on 2 cores until 600 s and waits with a (3 cores,
+    ahead) and b (1 core); user v waits with c (4 cores)."""
+    from conftest import T0, running
+
+    jobs = {"r": running(2, ends_in=600, wall=1000, owner="u", qos="normal"),
+            "a": waiting(3, 500, queued="01/10/12-11:00:00", owner="u", qos="normal",
+                         **({"reason": reason} if reason else {})),
+            "b": waiting(1, 500, queued="01/10/12-11:01:00", owner="u", qos="normal"),
+            "c": waiting(4, 500, queued="01/10/12-11:02:00", owner="v", qos="normal")}
+    objects = [("sys", "system", {"system_time": T0}), ("n1", "node", {"ncores": "8"})]
+    if max_tres_pu is not None:
+        objects.append(("c0", "class", {"name": "normal", "max_tres_pu": max_tres_pu}))
+    objects += [(name, "job", {k: str(v) for k, v in data.items()}) for name, data in jobs.items()]
+    return lml.build(objects)
+
+
+@pytest.mark.parametrize("max_tres_pu, reason, expected", [
+    (None, None, {"a": 0, "b": 0, "c": 500}),  # no limit: a and b start now, c waits for them
+    ("cpu=4", None, {"a": 600, "b": 0, "c": 0}),  # u holds at most 4 cores: a waits for r, b fits
+    ("cpu=4", "QOSMaxCpuPerUserLimit", {"a": 600, "b": 0, "c": 0}),  # the reason adds nothing then
+    (None, "QOSMaxCpuPerUserLimit", {"a": 600, "b": 1100, "c": 0}),  # the reason alone: no more jobs than now
+    ("node=1,gres/gpu=2", None, {"a": 600, "b": 1100, "c": 0}),  # a job's node each (GPUs are not held to)
+    ("cpu=many", None, {"a": 0, "b": 0, "c": 500}),  # unreadable: a warning, and no cap
+])
+def test_a_qos_limit_on_the_cores_a_user_holds(jufo, max_tres_pu, reason, expected):
+    """Slurm's QOS ``MaxTRESPU`` (LLview 2's ``classes_LML.xml``: ``max_tres_pu``, as
+    ``sacctmgr`` prints it) holds a user to so many cores or nodes at once: a job that would
+    go beyond waits for the user's own jobs to end, and takes no reservation, so smaller jobs
+    of that user and other users' jobs start where they fit. Where the limit is known, Slurm's
+    reason ``QOSMaxCpuPerUserLimit`` is not also read as "no more jobs than now"."""
+    result = jufo(_tres_snapshot(max_tres_pu, reason), "--set", "plan=simulate")
+    assert result.exit_code == 0, result.stderr
+    assert {job: result.start(job) for job in "abc"} == expected
+    assert ("max_tres_pu='cpu=many'" in result.stderr) == (max_tres_pu == "cpu=many")
+
+
 def test_a_bad_qos_limit_is_a_warning_and_no_cap(tmp_path):
     """A class object whose ``max_jobs_pu`` is not a positive whole number is named in a
     warning and caps nothing: the forecast is the one without QOS limits."""

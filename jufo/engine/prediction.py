@@ -80,8 +80,17 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
     sim = config.make_simulation(state, snap.epoch, report)
     if behaviour is not None and sim.policy.maxtopdogs > LEARNED_TOPDOGS:
         sim.policy = replace(sim.policy, maxtopdogs=LEARNED_TOPDOGS)
+    held: dict[str, set[str]] = {}  # kind → users held to a QOS's MaxTRESPU of it
+    for qos, (cores, nodes) in qos_tres_caps(snap.jobs, snap.qos_tres).items():
+        state.limits.limit_user_tres(cores, nodes, source=f" (MaxTRESPU of QOS {qos})")
+        held.setdefault("cores", set()).update(cores)
+        held.setdefault("nodes", set()).update(nodes)
     for reason, caps in limit_caps(snap.jobs).items():
-        state.limits.limit_users(caps, source=f" (the batch system says {reason})")
+        kind = TRES_REASONS.get(reason)
+        if kind is not None:  # the exact limit is known: not "no more jobs than now"
+            caps = {user: cap for user, cap in caps.items() if user not in held.get(kind, ())}
+        if caps:
+            state.limits.limit_users(caps, source=f" (the batch system says {reason})")
     for qos, caps in qos_caps(snap.jobs, snap.qos_limits).items():
         state.limits.limit_users(caps, source=f" (MaxJobsPU of QOS {qos})")
     if snap.throttles:
@@ -223,6 +232,45 @@ def qos_caps(jobs: list[Job], limits: dict[str, int]) -> dict[str, dict[str, int
         if len(qos) == 1 and next(iter(qos)) in limits:
             name = next(iter(qos))
             out.setdefault(name, {})[user] = max(limits[name], running[user])
+    return out
+
+
+# Slurm's reasons for a job a user's QOS MaxTRESPU holds back, and the resource each counts
+TRES_REASONS = {"QOSMaxCpuPerUserLimit": "cores", "QOSMaxNodePerUserLimit": "nodes"}
+
+
+def qos_tres_caps(jobs: list[Job], limits: dict[str, dict[str, int]]) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    """Users whose QOS lets them hold at most so many cores or nodes at once (``limits``:
+    Slurm's ``MaxTRESPU`` by QOS, ``snapshot.read_qos_tres``): by QOS, (user → cores,
+    user → nodes). As with ``qos_caps``, only users whose running and waiting jobs are all of
+    one limited QOS; a cap below what the user holds now is raised to that.
+
+    >>> ann = [Job(str(k), k, {"qos": "normal"}, "Running" if k < 2 else "Idle", owner="ann") for k in range(4)]
+    >>> for job in ann:
+    ...     job.nodes, job.total_cores = 2, 8
+    >>> qos_tres_caps(ann, {"normal": {"cores": 20}}), qos_tres_caps(ann, {"normal": {"cores": 10, "nodes": 3}})
+    ({'normal': ({'ann': 20}, {})}, {'normal': ({'ann': 16}, {'ann': 4})})
+    """
+    if not limits:
+        return {}
+    kinds: dict[str, set[str]] = {}
+    cores: Counter = Counter()
+    nodes: Counter = Counter()
+    for job in jobs:
+        if job.owner and (job.running or job.waiting):
+            kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
+            if job.running:
+                cores[job.owner] += job.total_cores
+                nodes[job.owner] += job.nodes
+    out: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for user, qos in kinds.items():
+        name = next(iter(qos))
+        if len(qos) == 1 and name in limits:
+            caps = out.setdefault(name, ({}, {}))
+            if "cores" in limits[name]:
+                caps[0][user] = max(limits[name]["cores"], cores[user])
+            if "nodes" in limits[name]:
+                caps[1][user] = max(limits[name]["nodes"], nodes[user])
     return out
 
 

@@ -141,6 +141,9 @@ class QueueLimits:
         self.watched: dict[str, int] = {}
         self._until: list[tuple[int, str]] = []
         self._freed: set[str] = set()
+        # cores and nodes a user holds at once over all queues (Slurm's QOS MaxTRESPU cpu= and node=)
+        self.user_tres: dict[str, dict[str, int]] = {"cores": {}, "nodes": {}}
+        self.tres_sources: dict[tuple[str, str], str] = {}
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
         self.full_arrays: dict[str, tuple[int, int]] = {}  # the same for arrays and their throttles
@@ -148,7 +151,8 @@ class QueueLimits:
 
     def _configured(self) -> None:
         """Note what is limited (asked at every fit: attributes, not properties)."""
-        self.users_limited = bool(self.user_caps) or self.user_default is not None
+        self.users_limited = (bool(self.user_caps) or self.user_default is not None
+                              or any(self.user_tres.values()))
         self.active = bool(self.queues) or self.users_limited or bool(self.array_caps)  # any limit at all
 
     def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
@@ -161,6 +165,17 @@ class QueueLimits:
                 self.user_sources[user] = source
         if default is not None:
             self.user_default = default
+        self._configured()
+
+    def limit_user_tres(self, cores: dict[str, int], nodes: dict[str, int], source: str = "") -> None:
+        """Cap the cores and the nodes each user holds at once over all queues (a second call
+        keeps the lower cap). Call before any allocation is added."""
+        for kind, caps in (("cores", cores), ("nodes", nodes)):
+            mine = self.user_tres[kind]
+            for user, cap in caps.items():
+                if user not in mine or cap < mine[user]:
+                    mine[user] = cap
+                    self.tres_sources[kind, user] = source
         self._configured()
 
     def user_cap(self, user: str) -> int | None:
@@ -212,16 +227,37 @@ class QueueLimits:
             return None
         return f"JobArrayTaskLimit: array {array} runs at most {cap} tasks at once"
 
-    def user_exceeded(self, user: str, start: int, end: int) -> str | None:
-        """The user cap a job of ``user`` in ``[start, end)`` would break, or None.  O(1) with
-        fewer jobs than the cap or while its jobs at ``start`` fill it (``full_users``: a pass
-        asks for each of a capped user's jobs), else O(m log m) for m jobs."""
-        cap = self.user_cap(user) if self.users_limited else None
-        if cap is None:
+    def user_exceeded(self, user: str, start: int, end: int, cores: int = 0, nodes: int = 0) -> str | None:
+        """The user cap a job of ``user`` in ``[start, end)`` on ``cores`` cores and ``nodes``
+        nodes would break, or None.  O(1) with fewer jobs than the cap or while its jobs at
+        ``start`` fill it (``full_users``: a pass asks for each of a capped user's jobs), else
+        O(m log m) for m jobs; a cap on cores or nodes: O(m log m).
+
+        >>> class Job:  # a job of user u on 4 cores of 2 nodes
+        ...     def __init__(self, start, end):
+        ...         self.start, self.end, self.user, self.queue, self.cores = start, end, "u", "q", 4
+        ...         self.job = type("J", (), {"nodes": 2})()
+        >>> limits = QueueLimits({})
+        >>> limits.limit_user_tres({"u": 6}, {"u": 3})
+        >>> limits.add(Job(0, 100))
+        >>> limits.user_exceeded("u", 50, 150, cores=2, nodes=1), limits.user_exceeded("u", 100, 150, cores=6)
+        (None, None)
+        >>> limits.user_exceeded("u", 50, 150, cores=4, nodes=1)
+        'UserLimit: user u holds at most 6 cores at once'
+        >>> limits.user_exceeded("u", 50, 150, cores=1, nodes=2)
+        'UserLimit: user u holds at most 3 nodes at once'
+        """
+        if not self.users_limited:
             return None
-        if not _at_cap(self.full_users, user, self.by_user.get(user, ()), cap, start, end):
-            return None
-        return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
+        cap = self.user_cap(user)
+        if cap is not None and _at_cap(self.full_users, user, self.by_user.get(user, ()), cap, start, end):
+            return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
+        for kind, need, weight in (("cores", cores, _cores), ("nodes", nodes, _nodes)):
+            most = self.user_tres[kind].get(user)
+            if most is not None and need and peak(self.by_user.get(user, ()), start, end, weight) + need > most:
+                return (f"UserLimit: user {user} holds at most {most} {kind} at once"
+                        f"{self.tres_sources.get((kind, user), '')}")
+        return None
 
     def full_until(self, user: str, t: int) -> int | None:
         """If ``user`` runs as many jobs at ``t`` as the cap allows: the earliest end among
@@ -268,9 +304,9 @@ class QueueLimits:
         users.clear()
         return out
 
-    def exceeded(self, queue: str, user: str, cores: int, start: int, end: int) -> str | None:
-        """Which limit a job of ``cores`` in ``[start, end)`` would break, or None."""
-        capped = self.user_exceeded(user, start, end)
+    def exceeded(self, queue: str, user: str, cores: int, start: int, end: int, nodes: int = 0) -> str | None:
+        """Which limit a job of ``cores`` on ``nodes`` in ``[start, end)`` would break, or None."""
+        capped = self.user_exceeded(user, start, end, cores, nodes)
         if capped is not None:
             return capped
         q = self.queues.get(queue)
@@ -291,6 +327,15 @@ class QueueLimits:
 
 def _one(span: Span) -> int:
     return 1
+
+
+def _cores(span: Span) -> int:
+    return span.cores
+
+
+def _nodes(span: Span) -> int:
+    job = getattr(span, "job", None)
+    return job.nodes if job is not None else 0
 
 
 def _at_cap(memo: dict, key: Hashable, spans: set, cap: int, start: int, end: int) -> bool:

@@ -38,6 +38,7 @@ class Snapshot:
     job_problems: list[str] = field(default_factory=list)
     throttles: dict[str, int] = field(default_factory=dict)  # job array → tasks running at once
     qos_limits: dict[str, int] = field(default_factory=dict)  # QOS → jobs a user may run at once in it
+    qos_tres: dict[str, dict[str, int]] = field(default_factory=dict)  # QOS → "cores"/"nodes" → a user's most at once
 
     def fresh(self) -> Snapshot:
         """The same snapshot with its jobs as read, for another simulation of it."""
@@ -86,7 +87,7 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     jobs, throttles = jobsets.expand_arrays(jobs, report)
     jobsets.combine_het(jobs)
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
-                    throttles, read_qos_limits(doc.of_type("class"), report))
+                    throttles, read_qos_limits(doc.of_type("class"), report), read_qos_tres(doc.of_type("class"), report))
 
 
 def read_qos_limits(classes, report: Report) -> dict[str, int]:
@@ -104,6 +105,40 @@ def read_qos_limits(classes, report: Report) -> dict[str, int]:
             report.warn(obj.label, "max_jobs_pu", raw, "not a positive whole number; this QOS is taken as unlimited")
             continue
         out[name] = int(raw)
+    return out
+
+
+TRES_KINDS = {"cpu": "cores", "node": "nodes"}  # the per-user TRES limits jufo holds a user to
+
+
+def read_qos_tres(classes, report: Report) -> dict[str, dict[str, int]]:
+    """QOS → the most cores and nodes one user may hold at once in it, from the ``class``
+    objects' ``max_tres_pu`` (Slurm's ``MaxTRESPU`` as ``sacctmgr`` prints it: ``cpu=30,node=4``,
+    ``gres/gpu=8``). Other resources (memory, GPUs, billing) are not held to; an entry that is
+    not ``name=whole number`` is ignored with a warning (the forecast is still made without it).
+
+    >>> from types import SimpleNamespace as O
+    >>> read_qos_tres([O(data={"name": "normal", "max_tres_pu": "cpu=30,mem=4G,node=4"}, name="", id="c0",
+    ...                  label="class c0")], Report(quiet=True))
+    {'normal': {'cores': 30, 'nodes': 4}}
+    """
+    out: dict[str, dict[str, int]] = {}
+    for obj in classes:
+        raw = obj.data.get("max_tres_pu", "").strip()
+        name = (obj.data.get("name") or obj.name or obj.id).strip()
+        if not raw or raw == "-":
+            continue
+        for entry in raw.split(","):
+            key, _, value = entry.strip().partition("=")
+            kind = TRES_KINDS.get(key.strip())
+            if kind is None:
+                continue
+            value = value.strip()
+            if not plain_digits(value) or int(value) < 1 or len(value) > 9:
+                report.warn(obj.label, "max_tres_pu", raw, f"{key.strip()} is not a positive whole number; "
+                            "this QOS is taken as unlimited in it")
+                continue
+            out.setdefault(name, {})[kind] = int(value)
     return out
 
 

@@ -233,14 +233,15 @@ class SystemState(ABC):
         """Does a user cap or an array's throttle keep ``job`` from starting at ``t``? (Such
         jobs take no reservation: the cap is the user's or the array's, not the request's.)"""
         limits = self.limits
-        return ((limits.users_limited and limits.user_exceeded(job.owner, t, t + job.wall) is not None)
+        return ((limits.users_limited and limits.user_exceeded(job.owner, t, t + job.wall, self.request_cores(job),
+                                                               job.nodes) is not None)
                 or (bool(limits.array_caps) and limits.array_exceeded(job.array, t, t + job.wall) is not None))
 
     def queue_limit(self, job: Job, t: int) -> str | None:
         """The limit (queue, user cap, array throttle) that keeps ``job`` from starting at ``t``
         on any resources, or None."""
         return (self.limits.array_exceeded(job.array, t, t + job.wall)
-                or self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall))
+                or self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall, job.nodes))
 
     # -- changes -----------------------------------------------------------------------------
     def advance(self, now: int) -> None:

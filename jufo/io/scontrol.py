@@ -299,8 +299,8 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
     for k, job in enumerate(jobs):
         objects.append((f"j{k}", "job", _job_data(job, text.names["job"], k + 1, tiers)))
-    for k, (qos, cap) in enumerate(sorted(qos_limits(text.qos).items())):  # as LLview 2's classes_LML.xml
-        objects.append((f"c{k}", "class", {"name": qos, "max_jobs_pu": str(cap)}))
+    for k, (qos, limits) in enumerate(sorted(qos_limits(text.qos).items())):  # as LLview 2's classes_LML.xml
+        objects.append((f"c{k}", "class", {"name": qos, **limits}))
     for k, resv in enumerate(reservations):
         data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", "")),
                 "endtime": _llview_date(resv.get("EndTime", "")), "state": resv.get("State", ""),
@@ -667,19 +667,25 @@ def backfill_pass(sdiag: str) -> int | None:
 
 _QOS_RECORD = re.compile(r"^\s*QOS=(\S+?)\(\d+\)")
 _MAX_JOBS_PU = re.compile(r"\bMaxJobsPU=(\d+|N)\(")
+_MAX_TRES_PU = re.compile(r"\bMaxTRESPU=(\S*)")
+_TRES_LIMIT = re.compile(r"([\w/:.-]+)=(\d+)\(")
 
 
-def qos_limits(text: str) -> dict[str, int]:
-    """QOS → ``MaxJobsPU`` (the most jobs of it one user may run at once) from ``scontrol show
-    assoc_mgr flags=qos``, which prints a QOS's limit with each user's use of it ("User
-    Limits": ``MaxJobsPU=4(3)``, ``N`` for none); a QOS no user has jobs in is left out, as
-    are those without a limit. Missing or unreadable output gives none.
+def qos_limits(text: str) -> dict[str, dict[str, str]]:
+    """QOS → its per-user limits as LLview 2's ``classes_LML.xml`` names them (``max_jobs_pu``,
+    Slurm's ``MaxJobsPU``: the most jobs of it one user may run at once; ``max_tres_pu``,
+    ``MaxTRESPU``: the most of each resource, ``cpu=30,node=4``), from ``scontrol show
+    assoc_mgr flags=qos``, which prints a QOS's limits with each user's use of them ("User
+    Limits": ``MaxJobsPU=4(3)``, ``MaxTRESPU=cpu=30(12),mem=N(0)``, ``N`` for none); a QOS no
+    user has jobs in is left out, as are those without a limit. Missing or unreadable output
+    gives none.
 
     >>> qos_limits("QOS=normal(1)\\n  Account Limits\\n    12\\n      MaxJobsPA=7(3)\\n  User Limits\\n    1001\\n"
-    ...            "      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\nQOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=N(0)\\n")
-    {'normal': 4}
+    ...            "      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\n      MaxTRESPU=cpu=30(12),mem=N(0),node=N(3)\\n"
+    ...            "QOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=N(0)\\n      MaxTRESPU=cpu=N(0)\\n")
+    {'normal': {'max_jobs_pu': '4', 'max_tres_pu': 'cpu=30'}}
     """
-    out: dict[str, int] = {}
+    out: dict[str, dict[str, str]] = {}
     qos = None
     users = False
     for line in text.splitlines():
@@ -693,7 +699,11 @@ def qos_limits(text: str) -> dict[str, int]:
         elif users and qos is not None:
             found = _MAX_JOBS_PU.search(line)
             if found and found.group(1) != "N":
-                out[qos] = int(found.group(1))
+                out.setdefault(qos, {})["max_jobs_pu"] = found.group(1)
+            tres = _MAX_TRES_PU.search(line)
+            limits = _TRES_LIMIT.findall(tres.group(1)) if tres else []
+            if limits:
+                out.setdefault(qos, {})["max_tres_pu"] = ",".join(f"{name}={value}" for name, value in limits)
     return out
 
 
