@@ -209,29 +209,41 @@ def limit_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:
     return out
 
 
+def one_qos_users(jobs: list[Job]) -> dict[str, tuple[str, list[Job]]]:
+    """Users whose running and waiting jobs are all of one QOS: user → (the QOS, its running
+    jobs). jufo caps a user over all queues, so only these can be held to a QOS's limits.
+
+    >>> bob = [Job("b1", 5, {"qos": "normal"}, "Running", owner="bob"), Job("b2", 6, {"qos": "long"}, "Idle", owner="bob")]
+    >>> {u: (q, len(r)) for u, (q, r) in one_qos_users(bob[:1] + [Job("c", 7, {}, "Idle", owner="cy")]).items()}
+    {'bob': ('normal', 1), 'cy': ('', 0)}
+    >>> one_qos_users(bob)
+    {}
+    """
+    kinds: dict[str, set[str]] = {}
+    running: dict[str, list[Job]] = {}
+    for job in jobs:
+        if job.owner and (job.running or job.waiting):
+            kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
+            mine = running.setdefault(job.owner, [])
+            if job.running:
+                mine.append(job)
+    return {user: (next(iter(qos)), running[user]) for user, qos in kinds.items() if len(qos) == 1}
+
+
 def qos_caps(jobs: list[Job], limits: dict[str, int]) -> dict[str, dict[str, int]]:
     """Users whose QOS lets them run at most so many jobs at once (``limits``: Slurm's
-    ``MaxJobsPU`` by QOS, from the snapshot's class objects): by QOS, user → cap. jufo caps a
-    user's jobs over all queues, so only users whose running and waiting jobs are all of one
-    limited QOS are capped; a cap below what the user runs now is raised to that.
+    ``MaxJobsPU`` by QOS, from the snapshot's class objects): by QOS, user → cap, for the
+    users of ``one_qos_users``; a cap below what the user runs now is raised to that.
 
     >>> ann = [Job(str(k), k, {"qos": "normal"}, "Running" if k < 2 else "Idle", owner="ann") for k in range(4)]
     >>> bob = [Job("b1", 5, {"qos": "normal"}, "Idle", owner="bob"), Job("b2", 6, {"qos": "long"}, "Idle", owner="bob")]
     >>> qos_caps(ann + bob, {"normal": 3}), qos_caps(ann, {"normal": 1}), qos_caps(ann, {})
     ({'normal': {'ann': 3}}, {'normal': {'ann': 2}}, {})
     """
-    if not limits:
-        return {}
-    kinds: dict[str, set[str]] = {}
-    running = Counter(job.owner for job in jobs if job.running)
-    for job in jobs:
-        if job.owner and (job.running or job.waiting):
-            kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
     out: dict[str, dict[str, int]] = {}
-    for user, qos in kinds.items():
-        if len(qos) == 1 and next(iter(qos)) in limits:
-            name = next(iter(qos))
-            out.setdefault(name, {})[user] = max(limits[name], running[user])
+    for user, (qos, running) in (one_qos_users(jobs) if limits else {}).items():
+        if qos in limits:
+            out.setdefault(qos, {})[user] = max(limits[qos], len(running))
     return out
 
 
@@ -242,8 +254,8 @@ TRES_REASONS = {"QOSMaxCpuPerUserLimit": "cores", "QOSMaxNodePerUserLimit": "nod
 def qos_tres_caps(jobs: list[Job], limits: dict[str, dict[str, int]]) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     """Users whose QOS lets them hold at most so many cores or nodes at once (``limits``:
     Slurm's ``MaxTRESPU`` by QOS, ``snapshot.read_qos_tres``): by QOS, (user → cores,
-    user → nodes). As with ``qos_caps``, only users whose running and waiting jobs are all of
-    one limited QOS; a cap below what the user holds now is raised to that.
+    user → nodes), for the users of ``one_qos_users``; a cap below what the user holds now is
+    raised to that.
 
     >>> ann = [Job(str(k), k, {"qos": "normal"}, "Running" if k < 2 else "Idle", owner="ann") for k in range(4)]
     >>> for job in ann:
@@ -251,26 +263,14 @@ def qos_tres_caps(jobs: list[Job], limits: dict[str, dict[str, int]]) -> dict[st
     >>> qos_tres_caps(ann, {"normal": {"cores": 20}}), qos_tres_caps(ann, {"normal": {"cores": 10, "nodes": 3}})
     ({'normal': ({'ann': 20}, {})}, {'normal': ({'ann': 16}, {'ann': 4})})
     """
-    if not limits:
-        return {}
-    kinds: dict[str, set[str]] = {}
-    cores: Counter = Counter()
-    nodes: Counter = Counter()
-    for job in jobs:
-        if job.owner and (job.running or job.waiting):
-            kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
-            if job.running:
-                cores[job.owner] += job.total_cores
-                nodes[job.owner] += job.nodes
     out: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
-    for user, qos in kinds.items():
-        name = next(iter(qos))
-        if len(qos) == 1 and name in limits:
-            caps = out.setdefault(name, ({}, {}))
-            if "cores" in limits[name]:
-                caps[0][user] = max(limits[name]["cores"], cores[user])
-            if "nodes" in limits[name]:
-                caps[1][user] = max(limits[name]["nodes"], nodes[user])
+    for user, (qos, running) in (one_qos_users(jobs) if limits else {}).items():
+        if qos in limits:
+            caps = out.setdefault(qos, ({}, {}))
+            if "cores" in limits[qos]:
+                caps[0][user] = max(limits[qos]["cores"], sum(job.total_cores for job in running))
+            if "nodes" in limits[qos]:
+                caps[1][user] = max(limits[qos]["nodes"], sum(job.nodes for job in running))
     return out
 
 
