@@ -86,8 +86,23 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
         start_where_idle([job for job in jobs if job is not None], queue_data, machine)
     jobs, throttles = jobsets.expand_arrays(jobs, report)
     jobsets.combine_het(jobs)
+    classes = doc.of_type("class")
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
-                    throttles, read_qos_limits(doc.of_type("class"), report), read_qos_tres(doc.of_type("class"), report))
+                    throttles, read_qos_limits(classes, report), read_qos_tres(classes, report))
+
+
+def _qos_name(obj) -> str:
+    """The QOS a ``class`` object stands for: its ``name``, else the object's name or id."""
+    return (obj.data.get("name") or obj.name or obj.id).strip()
+
+
+def _positive(text: str) -> int | None:
+    """A limit written as plain digits, 1 to 999,999,999; None otherwise.
+
+    >>> _positive("30"), _positive("0"), _positive("3.0"), _positive("1234567890")
+    (30, None, None, None)
+    """
+    return int(text) if plain_digits(text) and len(text) <= 9 and int(text) >= 1 else None
 
 
 def read_qos_limits(classes, report: Report) -> dict[str, int]:
@@ -98,13 +113,13 @@ def read_qos_limits(classes, report: Report) -> dict[str, int]:
     out: dict[str, int] = {}
     for obj in classes:
         raw = obj.data.get("max_jobs_pu", "").strip()
-        name = (obj.data.get("name") or obj.name or obj.id).strip()
         if not raw:
             continue
-        if not plain_digits(raw) or int(raw) < 1 or len(raw) > 9:
+        cap = _positive(raw)
+        if cap is None:
             report.warn(obj.label, "max_jobs_pu", raw, "not a positive whole number; this QOS is taken as unlimited")
             continue
-        out[name] = int(raw)
+        out[_qos_name(obj)] = cap
     return out
 
 
@@ -125,7 +140,6 @@ def read_qos_tres(classes, report: Report) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for obj in classes:
         raw = obj.data.get("max_tres_pu", "").strip()
-        name = (obj.data.get("name") or obj.name or obj.id).strip()
         if not raw or raw == "-":
             continue
         for entry in raw.split(","):
@@ -133,12 +147,12 @@ def read_qos_tres(classes, report: Report) -> dict[str, dict[str, int]]:
             kind = TRES_KINDS.get(key.strip())
             if kind is None:
                 continue
-            value = value.strip()
-            if not plain_digits(value) or int(value) < 1 or len(value) > 9:
+            cap = _positive(value.strip())
+            if cap is None:
                 report.warn(obj.label, "max_tres_pu", raw, f"{key.strip()} is not a positive whole number; "
                             "this QOS is taken as unlimited in it")
                 continue
-            out.setdefault(name, {})[kind] = int(value)
+            out.setdefault(_qos_name(obj), {})[kind] = cap
     return out
 
 
