@@ -134,3 +134,28 @@ def test_a_backtest_gives_each_range_the_planning_grid_its_snapshot_had():
     assert len(ranged) > 20
     assert all((p.lo, p.hi) == (p.best, p.best) for p, _ in ranged)
     assert all((g.lo, g.hi) == (g.best - 30, g.best + 30) for _, g in ranged)
+
+
+def test_the_best_estimate_moves_halfway_in_log_ratio_toward_where_real_starts_fell():
+    """Forecasts of a 30-min wait whose jobs really waited about four times as long (in ``wait
+    + C``): the next such forecast's best estimate is twice its ``wait + C``, inside its range.
+    Where real starts fell about where the simulation said, or only the older half of the
+    forecasts started late, it stays there."""
+    now = 100 * DAY
+
+    def past(scale: float) -> list[Scored]:
+        rng = random.Random(3)
+        out = []
+        for k in range(60):
+            made = k * DAY
+            ratio = scale * rng.uniform(0.8, 1.25)
+            out.append(Scored(made, made + 1800, made + round(ratio * 2400 - 600), made, job=f"j{k}"))
+        return out[::-1]
+
+    best, lo, hi, _ = Calibration(past(4), 0.8).range(now, now + 1800)
+    assert abs((best - now + 600) / 2400 - 2) < 0.1  # the median ratio's square root
+    assert lo <= best <= hi and lo > now + 1800  # the range, from the same ratios, lies beyond the simulation
+    best, lo, hi, _ = Calibration(past(1), 0.8).range(now, now + 1800)
+    assert abs(best - (now + 1800)) < 0.05 * 2400 and lo <= best <= hi
+    passing = past(0.9)[:30] + past(4)[30:]  # only the older half started late: a passing queue
+    assert Calibration(passing, 0.8).range(now, now + 1800)[0] == now + 1800

@@ -529,6 +529,10 @@ def test_predict_with_history_gives_a_calibrated_range(tmp_path):
     # earlier jobs started 1-3 times their forecast wait: the range lies after the plain forecast
     assert start("jufo_starttime_lo") >= EPOCH + 3600 - 60 and start("jufo_starttime_hi") > EPOCH + 3600 * 2
     assert "range=" in a["jufo_model"] and "calibrated on 200 forecasts" in a["jufo_model"]
+    # and the best estimate moves halfway (in log ratio) toward where they started, and says so
+    moved = start("jufo_starttime") - (EPOCH + 3600)
+    assert 0.2 * 4200 < moved < 0.8 * 4200, moved
+    assert f", {moved} s later toward where real starts fell;range=" in a["jufo_model"], a["jufo_model"]
 
 
 def test_history_show_reports_what_was_learned(tmp_path):

@@ -186,7 +186,10 @@ def model_text(look: Outlook, job: Job, runtime: tuple[int, str] | None, found) 
             habits.append("user caps")
         if look.behaviour.cancel_odds:
             habits.append("cancellations")
-        parts.append("start=simulated" + (f" with learned {' and '.join(habits)}" if habits else ""))
+        moved = found[0] - look.snapshot.epoch - job.start if found and job.start is not None else 0
+        parts.append("start=simulated" + (f" with learned {' and '.join(habits)}" if habits else "")
+                     + (f", {abs(moved)} s {'later' if moved > 0 else 'earlier'} toward where real starts fell"
+                        if moved else ""))
         if found:
             calibration = look.knowledge.calibration
             raised = ""
@@ -328,6 +331,7 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
         resolved = [r for r, seen in samples if seen]
         horizons.append({"horizon": bucket_label(b), "forecasts": len(samples), "started": len(resolved),
                          "median_ratio": band.median if band else None,
+                         "lasting_bias": band.bias if band else None,
                          "range_ratio": [band.low, band.high] if band else None})
     out["lateness_by_horizon"] = horizons
     out["range_level"] = {"coverage": coverage, "level": calibration.level, "held_lately": calibration.held_lately}
@@ -401,12 +405,17 @@ def taught_text(info: dict) -> str:
         lines.append(f"  not learned yet: no forecast scored against a real start (predict --history records "
                      f"them; a horizon needs {MIN_SCORED} before it has its own range)")
     else:
-        lines.append(f"  {'horizon':30} {'forecasts':>9} {'started':>8} {'median ratio':>13} {'range ratio':>16}")
+        lines.append(f"  {'horizon':30} {'forecasts':>9} {'started':>8} {'median ratio':>13} {'lasting bias':>13} "
+                     f"{'range ratio':>16}")
     for h in info["lateness_by_horizon"]:
         ratio = f"{h['median_ratio']:.2f}" if h["median_ratio"] else "-"
+        bias = f"{h['lasting_bias']:.2f}" if h.get("lasting_bias") else "-"
         rng = f"{h['range_ratio'][0]:.2f}-{h['range_ratio'][1]:.2f}" if h["range_ratio"] else "-"
         thin = " (borrows from its neighbours)" if h["forecasts"] < MIN_SCORED else ""
-        lines.append(f"  {h['horizon']:30} {h['forecasts']:>9,} {h['started']:>8,} {ratio:>13} {rng:>16}{thin}")
+        lines.append(f"  {h['horizon']:30} {h['forecasts']:>9,} {h['started']:>8,} {ratio:>13} {bias:>13} {rng:>16}{thin}")
+    if info["lateness_by_horizon"]:
+        lines.append("  a forecast's wait moves halfway (in log ratio) toward its horizon's lasting bias: the median "
+                     "ratio where the newer and the older half of its forecasts agree")
     level = info["range_level"]
     if level["held_lately"] is not None:
         raised = (f"so the range ratios are cut to hold {level['level']:.0%}" if level["level"] > level["coverage"]
