@@ -705,8 +705,11 @@ def test_ctrl_c_stops_a_backtest_and_its_worker_processes_with_one_line():
     line (exit 130); the workers leave it to the command instead of each printing a traceback."""
     if not KTH.exists():
         pytest.skip("../shared/traces is not beside the project")
+    # a shell starts background commands with Ctrl-C ignored, and the command would inherit that
+    # from a test run started so (``pytest &``): the child gets Ctrl-C as a terminal gives it
     running = subprocess.Popen([sys.executable, "-m", "jufo", "backtest", str(KTH), "--every", "3600", "-P", "2"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(2.5)
     os.killpg(running.pid, signal.SIGINT)
     out, err = running.communicate(timeout=60)
