@@ -9,8 +9,8 @@ Kaplan–Meier estimate of the ratio's distribution gives, for a new forecast, t
 ratio interval holding the stated share of real starts — in the manner of split conformal
 prediction: if the future resembles the recent past, the range holds the real start for that
 share of jobs. Right-skewed waits make the shortest interval much narrower than the central
-one (often ``[now, q80]``). The same distribution's median corrects the best estimate: halfway
-from the simulated wait toward where real starts fell, in log ratio.
+one (often ``[now, q80]``). The same ratios correct the best estimate: halfway (in log ratio)
+from the simulated wait toward the median ratio, where it lasted the whole window (``lasting_bias``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DEFAULT_COVERAGE = 0.8  # the share of real starts a range should hold unless to
 C = 600
 HORIZONS = (1, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400)
 MIN_SCORED = 30  # forecasts a bucket needs; thinner ones borrow from their neighbours
-SHRINK = 0.5  # the best estimate moves this far (in log ratio) from the simulation to the median real start
+SHRINK = 0.5  # how far (in log ratio) the best estimate moves from the simulation to the lasting bias
 _GRID = 100  # interval ends are searched on quantile levels k / 100
 
 
