@@ -3,10 +3,12 @@ less than they promised (adaptive conformal inference, widen-only)."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from jufo.learn.backtest import Forecast, Raw, _settled
-from jufo.learn.calibration import Calibration, Scored, settled
+from jufo.learn.calibration import (HORIZONS, Calibration, Scored, ScoredWindow, bucket, km_quantiles, settled,
+                                    wait_ratio)
 
 DAY = 86400
 
@@ -159,3 +161,71 @@ def test_the_best_estimate_moves_halfway_in_log_ratio_toward_where_real_starts_f
     assert abs(best - (now + 1800)) < 0.05 * 2400 and lo <= best <= hi
     passing = past(0.9)[:30] + past(4)[30:]  # only the older half started late: a passing queue
     assert Calibration(passing, 0.8).range(now, now + 1800)[0] == now + 1800
+
+
+def _km_step_by_step(samples: list[tuple[float, bool]], levels: list[float]) -> list[float]:
+    """The Kaplan–Meier quantiles value by value (the estimate's definition, as jufo computed
+    it before ``km_sorted``): the reference for the arithmetic between censored values."""
+    ordered = sorted(samples, key=lambda s: (s[0], not s[1]))
+    n, at_risk, surviving, i = len(ordered), len(ordered), 1.0, 0
+    result = [math.inf] * len(levels)
+    wanted = sorted(range(len(levels)), key=lambda k: levels[k])
+    w = 0
+    while i < n and w < len(wanted):
+        value, events, censored = ordered[i][0], 0, 0
+        while i < n and ordered[i][0] == value:
+            events += ordered[i][1]
+            censored += not ordered[i][1]
+            i += 1
+        if events:
+            surviving *= 1 - events / at_risk
+        at_risk -= events + censored
+        while w < len(wanted) and 1 - surviving >= levels[wanted[w]] - 1e-12:
+            result[wanted[w]] = value
+            w += 1
+    return result
+
+
+def test_kaplan_meier_quantiles_equal_the_step_by_step_estimate():
+    """Ties among and between observed and censored values, all or none censored, a level
+    the data cannot reach: ``km_quantiles`` (arithmetic between censored values) gives what
+    the value-by-value product gives."""
+    rng = random.Random(7)
+    levels = [k / 100 for k in range(1, 101)] + [0.333, 0.5, 0.999]
+    for case in range(400):
+        n = rng.randint(1, 120)
+        spread = rng.choice([3, 10, 1000])  # few distinct values: many ties
+        censored_share = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+        samples = [(rng.randint(1, spread) / 4, rng.random() >= censored_share) for _ in range(n)]
+        assert km_quantiles(samples, levels) == _km_step_by_step(samples, levels), case
+
+
+def test_a_window_calibrates_as_the_forecasts_it_keeps_would():
+    """A backtest's phase 2 keeps its forecasts in a ``ScoredWindow`` between snapshots: at
+    every snapshot each horizon's band (interval, median, counts, lasting bias; thin buckets
+    borrowing from their neighbours) equals the one calibrated afresh from the same forecasts,
+    as a history gives them: newest first, the last ``keep`` seconds, at most ``limit``."""
+    rng = random.Random(11)
+    keep, limit = 20 * 3600, 150
+    window = ScoredWindow(keep, limit)
+    past: list[tuple[int, int, int, str]] = []  # made, predicted, start, job
+    for step in range(150):
+        now = step * 1800
+        window.advance(now)
+        samples = []
+        for made, predicted, start, job in reversed(past):
+            if made < now - keep or len(samples) >= limit:
+                break
+            reached = start if start < now else now
+            samples.append((bucket(max(0, predicted - made)), (wait_ratio(made, predicted, reached), start < now), job))
+        fresh = Calibration.of_samples(samples, 0.8)
+        kept = window.calibration(now, 0.8)
+        assert kept.total == len(samples)
+        for b in range(len(HORIZONS) + 1):
+            assert kept.band(b) == fresh.band(b), (step, b)
+        for _ in range(rng.randint(0, 12)):
+            job = f"j{rng.randrange(60)}"  # a job is forecast again and again while it waits
+            wait = rng.choice([0, 0, 300, 2000, 7000, 30000, 200000])
+            start = now + round(rng.lognormvariate(math.log(wait + 600), 1.0)) - 600 if rng.random() < 0.9 else now + 10**7
+            past.append((now, now + wait, max(now, start), job))
+            window.add(now, now + wait, max(now, start), job)

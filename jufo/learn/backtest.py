@@ -32,7 +32,7 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import Calibration, Scored, bucket, held, reach_toward, wait_ratio
+from .calibration import Calibration, Scored, ScoredWindow, held, reach_toward
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
@@ -390,18 +390,13 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
     ``Calibration`` scores them, with each forecast's horizon and observed ratio worked out
     once, not at every later snapshot."""
     out: list[Forecast] = []
-    past: list[tuple[Raw, int, float]] = []  # forecast, horizon bucket, its ratio once started
+    window = ScoredWindow(keep_days * 86400, SCORED_LIMIT)
     for raws in per_snapshot:
         if not raws:
             continue
         now = raws[0].made
-        samples = []
-        for r, b, ratio in reversed(past):
-            if r.made < now - keep_days * 86400 or len(samples) >= SCORED_LIMIT:
-                break
-            sample = (ratio, True) if r.actual < now else (wait_ratio(r.made, r.learned, now), False)
-            samples.append((b, sample, r.job or str(r.made)))
-        calibration = Calibration.of_samples(samples, coverage, _settled(out, now, now - keep_days * 86400))
+        window.advance(now)
+        calibration = window.calibration(now, coverage, _settled(out, now, now - keep_days * 86400))
         for r in raws:
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))
@@ -413,7 +408,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
                 out.append(Forecast(r, found[0], found[1], found[2]))
         for r in raws:
             if r.learned is not None:
-                past.append((r, bucket(max(0, r.learned - r.made)), wait_ratio(r.made, r.learned, r.actual)))
+                window.add(r.made, r.learned, r.actual, r.job or str(r.made))
     return out
 
 
