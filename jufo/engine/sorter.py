@@ -422,7 +422,7 @@ class WaitingQueue:
         self._sizes: list[int] = []  # the sizes in _by_size, ascending (a few hundred at most)
         self.groups: Counter = Counter()  # request classes per top-dog group
         # jobs of owners held at their cap, out of the request classes meanwhile (``park``)
-        self.parked: dict[Any, dict[Job, None]] = {}
+        self.parked: dict[Any, dict[Job, tuple | None]] = {}  # ... each with its class where it had one
         self._owned: dict[Any, set[Job]] | None = None  # owner -> filed jobs, kept from the first park on
 
     def __len__(self) -> int:
@@ -458,14 +458,31 @@ class WaitingQueue:
             self._owned.setdefault(job.owner, set()).add(job)
         bucket = self._classes.get(cls)
         if bucket is None:
-            bucket = self._classes[cls] = []
-            size = cls[2]
-            if size not in self._by_size:
-                self._by_size[size] = set()
-                insort(self._sizes, size)
-            self._by_size[size].add(cls)
-            self.groups[cls[0]] += 1
+            bucket = self._open(cls)
         insort(bucket, job, key=self._key)
+
+    def _open(self, cls: tuple) -> list[Job]:
+        """A new, empty request class."""
+        bucket = self._classes[cls] = []
+        size = cls[2]
+        if size not in self._by_size:
+            self._by_size[size] = set()
+            insort(self._sizes, size)
+        self._by_size[size].add(cls)
+        self.groups[cls[0]] += 1
+        return bucket
+
+    def _close(self, cls: tuple) -> None:
+        """Drop an emptied request class."""
+        del self._classes[cls]
+        size = cls[2]
+        self._by_size[size].discard(cls)
+        if not self._by_size[size]:
+            del self._by_size[size]
+            self._sizes.remove(size)
+        self.groups[cls[0]] -= 1
+        if not self.groups[cls[0]]:
+            del self.groups[cls[0]]
 
     def _unfile(self, job: Job) -> None:
         cls = self._filed.pop(job, None)
@@ -484,15 +501,7 @@ class WaitingQueue:
                 i += 1
             del bucket[i]
             if not bucket:
-                del self._classes[cls]
-                size = cls[2]
-                self._by_size[size].discard(cls)
-                if not self._by_size[size]:
-                    del self._by_size[size]
-                    self._sizes.remove(size)
-                self.groups[cls[0]] -= 1
-                if not self.groups[cls[0]]:
-                    del self.groups[cls[0]]
+                self._close(cls)
 
     def remove(self, job: Job) -> None:
         """O(log n) (O(n) with a time-dependent formula)."""
@@ -519,21 +528,44 @@ class WaitingQueue:
         """Take ``owner``'s unreserved jobs out of the request classes until ``unpark``: walks
         pass over none of them, and jobs of ``owner`` that come meanwhile are parked too. For
         an owner at its cap (see ``Backfilling``), whose jobs every pass would visit only to
-        find them held back. Static order only; O(k log n) for the owner's k jobs (the first
-        call O(n))."""
+        find them held back. Static order only; O(k + m) for the owner's k jobs in classes of
+        m jobs (the first call O(n)): a class is filtered at once, not a job at a time (an
+        owner is parked and let go at every end of one of its jobs, and most of its jobs share
+        a few classes)."""
         if self._owned is None:
             self._owned = {}
             for job in self._filed:
                 self._owned.setdefault(job.owner, set()).add(job)
         kept = self.parked.setdefault(owner, {})
-        for job in sorted(self._owned.get(owner, ()), key=self._key):
-            self._unfile(job)
-            kept[job] = None
+        jobs = sorted(self._owned.pop(owner, ()), key=self._key)
+        classes: dict[tuple, None] = {}
+        for job in jobs:
+            cls = kept[job] = self._filed.pop(job)
+            classes[cls] = None
+        for cls in classes:
+            bucket = self._classes[cls]
+            bucket[:] = [job for job in bucket if job.owner != owner]
+            if not bucket:
+                self._close(cls)
 
     def unpark(self, owner: Any) -> None:
-        """File ``owner``'s parked jobs in their request classes again.  O(k log n)."""
-        for job in self.parked.pop(owner, ()):
-            self._file(job)
+        """File ``owner``'s parked jobs in their request classes again.  O(k log k + m) for
+        its k jobs in classes of m jobs (see ``park``)."""
+        jobs = self.parked.pop(owner, None)
+        if not jobs:
+            return
+        classes: dict[tuple, list[Job]] = {}
+        for job, cls in jobs.items():
+            cls = self._filed[job] = cls or self._class(job)
+            classes.setdefault(cls, []).append(job)
+        if self._owned is not None:
+            self._owned.setdefault(owner, set()).update(jobs)
+        for cls, new in classes.items():
+            bucket = self._classes.get(cls)
+            if bucket is None:
+                bucket = self._open(cls)
+            bucket.extend(new)
+            bucket.sort(key=self._key)
 
     def sort(self, jobs, now: int) -> list[Job]:
         """Queued ``jobs`` in priority order at ``now`` (static: by the key each carries).  O(k log k)."""
@@ -605,25 +637,31 @@ class Walk:
         return self
 
     def __next__(self) -> Job:
-        heap = self.heap
+        heap, filed = self.heap, self.queue._filed
         while heap:
             key, _, cls, job = heap[0]
-            if cls is not None and self.skip(*cls, self.bound):
+            if cls is None:  # a due job
+                heappop(heap)
+            elif self.skip(*cls, self.bound):
                 heappop(heap)
                 self.live.discard(cls)
                 continue
-            self.at = key
-            if cls is None:
-                heappop(heap)
             else:
-                nxt = self._after(cls, key)
-                if nxt is None:
-                    heappop(heap)
-                    self.live.discard(cls)
-                else:
-                    heapreplace(heap, (nxt.order_key, id(cls), cls, nxt))
+                self._advance(cls, key)
+                if job not in filed:  # parked since it was pushed
+                    continue
+            self.at = key
             return job
         raise StopIteration
+
+    def _advance(self, cls: tuple, key: tuple) -> None:
+        """Move class ``cls``'s place in the heap (at its top, at ``key``) to its next job."""
+        nxt = self._after(cls, key)
+        if nxt is None:
+            heappop(self.heap)
+            self.live.discard(cls)
+        else:
+            heapreplace(self.heap, (nxt.order_key, id(cls), cls, nxt))
 
     def _after(self, cls: tuple, key: tuple) -> Job | None:
         bucket = self.queue._classes.get(cls)
