@@ -32,7 +32,7 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import Calibration, Scored, ScoredWindow, held, reach_toward
+from .calibration import Scored, ScoredWindow, held, reach_toward
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT

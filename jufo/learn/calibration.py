@@ -337,11 +337,15 @@ class Calibration:
         for b, sample, job in samples:
             groups.setdefault(b, []).append(sample)
             jobs.setdefault(b, set()).add(job)
-        self.coverage = coverage  # the share promised
-        self.level, self.held_lately = adapted_level(coverage, outcomes)  # the share the ratio intervals are cut to
         self.groups = groups
         self.jobs = jobs
-        self.total = sum(len(g) for g in groups.values())
+        self._promise(coverage, outcomes, sum(len(g) for g in groups.values()))
+
+    def _promise(self, coverage: float, outcomes: Iterable[tuple[str, bool]], total: int) -> None:
+        """What every band shares: the share promised, the share cut to, the forecasts."""
+        self.coverage = coverage  # the share promised
+        self.level, self.held_lately = adapted_level(coverage, outcomes)  # the share the ratio intervals are cut to
+        self.total = total
         self._bands: dict[int, Band | None] = {}
 
     def band(self, b: int) -> Band | None:
@@ -451,10 +455,10 @@ class _Entry:
 
     __slots__ = ("seq", "made", "predicted", "start", "job", "bucket", "index", "ratio", "started")
 
-    def __init__(self, seq: int, made: int, predicted: int, start: int, job: str, index: int) -> None:
+    def __init__(self, seq: int, made: int, predicted: int, start: int, job: str) -> None:
         self.seq, self.made, self.predicted, self.start, self.job = seq, made, predicted, start, job
         self.bucket = bucket(max(0, predicted - made))
-        self.index = index  # its place among its bucket's forecasts, oldest first
+        self.index = 0  # its place among its bucket's forecasts, oldest first (set as it joins them)
         self.ratio = wait_ratio(made, predicted, start)  # once started
         self.started = False
 
@@ -504,6 +508,7 @@ class _Bucket:
         return len(self.items) - self.head
 
     def add(self, e: _Entry) -> None:
+        e.index = len(self.items)
         self.items.append(e)
         self.newer.put(e)
         self.jobs[e.job] += 1
@@ -569,12 +574,11 @@ class ScoredWindow:
     def add(self, made: int, predicted: int, start: int, job: str) -> None:
         """A forecast made at ``made`` of a start at ``predicted``; its job really started at
         ``start`` (only read once time has passed it).  O(log n)."""
-        key = bucket(max(0, predicted - made))
-        b = self.buckets.get(key)
-        if b is None:
-            b = self.buckets[key] = _Bucket()
-        e = _Entry(self.seq, made, predicted, start, job, len(b.items))
+        e = _Entry(self.seq, made, predicted, start, job)
         self.seq += 1
+        b = self.buckets.get(e.bucket)
+        if b is None:
+            b = self.buckets[e.bucket] = _Bucket()
         b.add(e)
         self.order.append(e)
         heapq.heappush(self.pending, (start, e.seq, e))
@@ -603,11 +607,8 @@ class _WindowCalibration(Calibration):
 
     def __init__(self, window: ScoredWindow, now: int, coverage: float, outcomes: Iterable[tuple[str, bool]]) -> None:
         self.window, self.now = window, now
-        self.coverage = coverage
-        self.level, self.held_lately = adapted_level(coverage, outcomes)
         self.groups, self.jobs = {}, {}  # not kept: read from the window bucket by bucket
-        self.total = len(window)
-        self._bands = {}
+        self._promise(coverage, outcomes, len(window))
 
     def _pool(self, b: int) -> tuple[list[float], int, int, int, float, int] | None:
         found = self.window.buckets.get(b)
