@@ -174,7 +174,7 @@ def test_parking_capped_users_changes_no_start(seed, monkeypatch):
             continue
         parked = outcome(full)
         with monkeypatch.context() as m:
-            m.setattr(Backfilling, "_park", lambda self, users, now: None)
+            m.setattr(Backfilling, "_park", lambda self, user, now: None)
             assert outcome(full) == parked, full
     assert parks, "no user was parked"
 
