@@ -453,7 +453,7 @@ class Calibration:
 class _Entry:
     """One forecast in a ``ScoredWindow``."""
 
-    __slots__ = ("seq", "made", "predicted", "start", "job", "bucket", "index", "ratio", "started")
+    __slots__ = ("seq", "made", "predicted", "start", "job", "bucket", "index", "ratio", "started", "gone")
 
     def __init__(self, seq: int, made: int, predicted: int, start: int, job: str) -> None:
         self.seq, self.made, self.predicted, self.start, self.job = seq, made, predicted, start, job
@@ -461,6 +461,7 @@ class _Entry:
         self.index = 0  # its place among its bucket's forecasts, oldest first (set as it joins them)
         self.ratio = wait_ratio(made, predicted, start)  # once started
         self.started = False
+        self.gone = False  # left the window: not scored when its job starts
 
 
 class _Half:
@@ -590,10 +591,10 @@ class ScoredWindow:
                               or (self.limit is not None and len(self.order) > self.limit)):
             e = self.order.popleft()
             self.buckets[e.bucket].drop(e)
-            e.seq = -1 - e.seq  # gone: not scored when its job starts
+            e.gone = True
         while self.pending and self.pending[0][0] < now:
             e = heapq.heappop(self.pending)[2]
-            if e.seq >= 0:
+            if not e.gone:
                 self.buckets[e.bucket].settle(e)
 
     def calibration(self, now: int, coverage: float, outcomes: Iterable[tuple[str, bool]] = ()) -> Calibration:
