@@ -387,8 +387,8 @@ class Forecast:
 def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = KEEP_DAYS) -> list[Forecast]:
     """Phase 2: each snapshot's ranges from the forecasts of earlier snapshots, scored with
     what was known at its time (a start before it, else still waiting: censored) — as
-    ``Calibration`` scores them, with each forecast's horizon and observed ratio worked out
-    once, not at every later snapshot."""
+    ``Calibration`` scores them, the forecasts kept sorted between snapshots in a
+    ``ScoredWindow`` rather than gathered and sorted again at each."""
     out: list[Forecast] = []
     window = ScoredWindow(keep_days * 86400, SCORED_LIMIT)
     for raws in per_snapshot:
