@@ -2,7 +2,7 @@
 settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
 "starts now" and the real start.
 
-    python lab/score.py DIR [--history] [--json] [--rows FILE]
+    python lab/score.py DIR [--history [--exact]] [--json] [--rows FILE]
 
 For each capture and each pending job that later started: the walltime forecast
 (``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
@@ -10,6 +10,9 @@ with ``--history``, the history forecast (``sacct`` of the lab imported ``--unti
 capture's time, so it knows only the past) with its range. Errors are actual − predicted.
 Fidelity is the share of job-snapshots where the walltime forecast is within 60 s of Slurm's
 estimate. Real starts come from the captures themselves (a job's ``StartTime`` once it runs).
+With ``--exact``, the history forecast is given every job's real run time (``actualruntime``,
+from the lab's ``sacct``): not a forecast, but how close jufo's model of the lab's Slurm comes
+when run times are known, so that what is left of the history forecast's error is its run times'.
 """
 
 from __future__ import annotations
@@ -72,9 +75,23 @@ def stats(errors: list[int]) -> dict:
 ROW_FIELDS = ("capture", "job", "user", "at", "actual", "slurm", "walltime", "history", "lo", "hi", "model")
 
 
-def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None) -> dict:
+def with_real_run_times(snap: str, sacct: Path, out: str) -> None:
+    """``snap`` written to ``out`` with each job's real run time (``actualruntime``, End − Start
+    in ``sacct``) where the lab's accounting has one."""
+    from jufo.io import accounting
+
+    records, _ = accounting.read_sacct(accounting.text_lines(str(sacct)), str(sacct))
+    runs = {r.id: r.runtime for r in records if r.runtime is not None}
+    doc = lml.read(snap)
+    lml.add_results(doc, {o.id: [("actualruntime", str(max(1, runs[o.data["step"]])))]
+                          for o in doc.of_type("job") if o.data.get("step") in runs})
+    Path(out).write_bytes(lml.serialize(doc))
+
+
+def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None, exact: bool = False) -> dict:
     """The scores of the lab's captures (every ``every``-th); ``rows`` (if given) gets one row
-    per pending job-snapshot scored (``ROW_FIELDS``, epoch seconds, None where there is none)."""
+    per pending job-snapshot scored (``ROW_FIELDS``, epoch seconds, None where there is none);
+    ``exact``: the history forecast knows the real run times (a ceiling, not a forecast)."""
     captures = sorted(p for p in (lab / "capture").iterdir() if (p / "job.txt").exists())[::every]
     real = real_starts(sorted((lab / "capture").iterdir()))
     errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
@@ -96,8 +113,11 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
             if history and sacct.exists():
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
                 jufo("history", "import", str(sacct), "--history", db, "--until", stamp)
-                hout = os.path.join(tmp, "hout.xml")
-                jufo("predict", snap, "--config", site, "--history", db, "-o", hout, "-q")
+                hout, given = os.path.join(tmp, "hout.xml"), snap
+                if exact:
+                    given = os.path.join(tmp, "exact.xml")
+                    with_real_run_times(snap, sacct, given)
+                jufo("predict", given, "--config", site, "--history", db, "-o", hout, "-q")
                 learned = {o.data.get("step"): o.data for o in lml.read(hout).of_type("job")}
             for step, d in wall.items():
                 if d.get("state") != "Pending" or step not in real or d.get("ArrayTaskId", "").count("-"):
@@ -171,12 +191,16 @@ def main(argv: list[str] | None = None) -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("lab", type=Path)
     p.add_argument("--history", action="store_true", help="also the history forecast (needs DIR/sacct.txt)")
+    p.add_argument("--exact", action="store_true",
+                   help="give the history forecast the real run times: how close the model comes (not a forecast)")
     p.add_argument("--every", type=int, default=1, help="score every N-th capture")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", type=Path, help="also write each scored job-snapshot to this tab-separated file")
     args = p.parse_args(argv)
     rows: list[dict] | None = [] if args.rows else None
-    result = score(args.lab, args.history, args.every, rows)
+    if args.exact and not args.history:
+        p.error("--exact is for the history forecast: give --history too")
+    result = score(args.lab, args.history, args.every, rows, args.exact)
     if args.rows:
         lines = ["\t".join(ROW_FIELDS)] + ["\t".join("" if r[k] is None else str(r[k]) for k in ROW_FIELDS)
                                            for r in rows]
