@@ -2,7 +2,7 @@
 settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
 "starts now" and the real start.
 
-    python lab/score.py DIR [--history [--exact]] [--json] [--rows FILE]
+    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--json] [--rows FILE]
 
 For each capture and each pending job that later started: the walltime forecast
 (``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
@@ -12,7 +12,8 @@ Fidelity is the share of job-snapshots where the walltime forecast is within 60 
 estimate. Real starts come from the captures themselves (a job's ``StartTime`` once it runs).
 With ``--exact``, the history forecast is given every job's real run time (``actualruntime``,
 from the lab's ``sacct``): not a forecast, but how close jufo's model of the lab's Slurm comes
-when run times are known, so that what is left of the history forecast's error is its run times'.
+when run times are known, so that what is left of the history forecast's error is its run times'
+(``running`` or ``waiting``: only those jobs' run times).
 """
 
 from __future__ import annotations
@@ -75,23 +76,29 @@ def stats(errors: list[int]) -> dict:
 ROW_FIELDS = ("capture", "job", "user", "at", "actual", "slurm", "walltime", "history", "lo", "hi", "model")
 
 
-def with_real_run_times(snap: str, sacct: Path, out: str) -> None:
+EXACT = ("all", "running", "waiting")  # whose real run times --exact gives
+
+
+def with_real_run_times(snap: str, sacct: Path, out: str, which: str = "all") -> None:
     """``snap`` written to ``out`` with each job's real run time (``actualruntime``, End − Start
-    in ``sacct``) where the lab's accounting has one."""
+    in ``sacct``) where the lab's accounting has one; ``which``: of every job, or only of the
+    running or the waiting ones."""
     from jufo.io import accounting
 
     records, _ = accounting.read_sacct(accounting.text_lines(str(sacct)), str(sacct))
     runs = {r.id: r.runtime for r in records if r.runtime is not None}
     doc = lml.read(snap)
     lml.add_results(doc, {o.id: [("actualruntime", str(max(1, runs[o.data["step"]])))]
-                          for o in doc.of_type("job") if o.data.get("step") in runs})
+                          for o in doc.of_type("job") if o.data.get("step") in runs
+                          and (which == "all" or (o.data.get("state") == "Running") == (which == "running"))})
     Path(out).write_bytes(lml.serialize(doc))
 
 
-def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None, exact: bool = False) -> dict:
+def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None, exact: str | None = None) -> dict:
     """The scores of the lab's captures (every ``every``-th); ``rows`` (if given) gets one row
     per pending job-snapshot scored (``ROW_FIELDS``, epoch seconds, None where there is none);
-    ``exact``: the history forecast knows the real run times (a ceiling, not a forecast)."""
+    ``exact`` (one of ``EXACT``): the history forecast knows those jobs' real run times (a
+    ceiling, not a forecast)."""
     captures = sorted(p for p in (lab / "capture").iterdir() if (p / "job.txt").exists())[::every]
     real = real_starts(sorted((lab / "capture").iterdir()))
     errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
@@ -116,7 +123,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
                 hout, given = os.path.join(tmp, "hout.xml"), snap
                 if exact:
                     given = os.path.join(tmp, "exact.xml")
-                    with_real_run_times(snap, sacct, given)
+                    with_real_run_times(snap, sacct, given, exact)
                 jufo("predict", given, "--config", site, "--history", db, "-o", hout, "-q")
                 learned = {o.data.get("step"): o.data for o in lml.read(hout).of_type("job")}
             for step, d in wall.items():
@@ -191,8 +198,9 @@ def main(argv: list[str] | None = None) -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("lab", type=Path)
     p.add_argument("--history", action="store_true", help="also the history forecast (needs DIR/sacct.txt)")
-    p.add_argument("--exact", action="store_true",
-                   help="give the history forecast the real run times: how close the model comes (not a forecast)")
+    p.add_argument("--exact", nargs="?", const="all", choices=EXACT,
+                   help="give the history forecast the real run times (of all jobs, or only the running or "
+                        "the waiting ones): how close the model comes (not a forecast)")
     p.add_argument("--every", type=int, default=1, help="score every N-th capture")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", type=Path, help="also write each scored job-snapshot to this tab-separated file")
