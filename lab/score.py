@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jufo.io import lml, scontrol, slurm
+from jufo.io import accounting, lml, scontrol, slurm
 from jufo.io.dates import parse_date
 
 FORECASTERS = ("slurm", "walltime", "history", "starts now")
@@ -79,14 +79,16 @@ ROW_FIELDS = ("capture", "job", "user", "at", "actual", "slurm", "walltime", "hi
 EXACT = ("all", "running", "waiting")  # whose real run times --exact gives
 
 
-def with_real_run_times(snap: str, sacct: Path, out: str, which: str = "all") -> None:
-    """``snap`` written to ``out`` with each job's real run time (``actualruntime``, End − Start
-    in ``sacct``) where the lab's accounting has one; ``which``: of every job, or only of the
-    running or the waiting ones."""
-    from jufo.io import accounting
-
+def real_run_times(sacct: Path) -> dict[str, int]:
+    """Each finished job's run time (End − Start) in the lab's ``sacct``, by job id."""
     records, _ = accounting.read_sacct(accounting.text_lines(str(sacct)), str(sacct))
-    runs = {r.id: r.runtime for r in records if r.runtime is not None}
+    return {r.id: r.runtime for r in records if r.runtime is not None}
+
+
+def with_real_run_times(snap: str, runs: dict[str, int], out: str, which: str = "all") -> None:
+    """``snap`` written to ``out`` with each job's real run time (``actualruntime``, from
+    ``real_run_times``) where the lab's accounting has one; ``which``: of every job, or only
+    of the running or the waiting ones."""
     doc = lml.read(snap)
     lml.add_results(doc, {o.id: [("actualruntime", str(max(1, runs[o.data["step"]])))]
                           for o in doc.of_type("job") if o.data.get("step") in runs
@@ -110,6 +112,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
         jufo("slurm", "config", "--from", str(captures[0]), "-o", site, "-q")
         db = os.path.join(tmp, "h.db")
         sacct = lab / "sacct.txt"
+        runs = real_run_times(sacct) if exact and history and sacct.exists() else {}
         for cap in captures:
             at = int((cap / "at").read_text())
             snap, out = os.path.join(tmp, "snap.xml"), os.path.join(tmp, "out.xml")
@@ -123,7 +126,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
                 hout, given = os.path.join(tmp, "hout.xml"), snap
                 if exact:
                     given = os.path.join(tmp, "exact.xml")
-                    with_real_run_times(snap, sacct, given, exact)
+                    with_real_run_times(snap, runs, given, exact)
                 jufo("predict", given, "--config", site, "--history", db, "-o", hout, "-q")
                 learned = {o.data.get("step"): o.data for o in lml.read(hout).of_type("job")}
             for step, d in wall.items():
