@@ -41,7 +41,17 @@ from jufo.io.scontrol import COMMANDS, OPTIONAL  # noqa: E402
 
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 ACCOUNTING_PACKAGES = ["mariadb-server", "slurmdbd"]
-USERS = ["jlab1", "jlab2", "jlab3"]
+USERS = ["jlab1", "jlab2", "jlab3"]  # the Unix users the trace's users are mapped to (--users)
+MAX_USERS = 200  # Unix users a lab may create
+
+
+def lab_users(count: int) -> list[str]:
+    """The lab's Unix users: jlab1 to jlabN, in the order trace users are mapped to them.
+
+    >>> lab_users(3) == USERS, lab_users(5)[-1]
+    (True, 'jlab5')
+    """
+    return [f"jlab{i}" for i in range(1, count + 1)]
 CTLD_PORT = 16817
 DBD_PORT = 16819
 SQL_PORT = 16306
@@ -539,6 +549,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--user-limit", type=int, default=0,
                    help="the normal QOS's MaxJobsPerUser: jobs beyond it wait as QOSMaxJobsPerUserLimit "
                         "(needs --accounting)")
+    p.add_argument("--users", type=int, default=len(USERS),
+                   help="Unix users the trace's users are mapped to, in turn by first submit (as many as the "
+                        "window has: one each)")
     p.add_argument("--user-cpus", type=int, default=0,
                    help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
                         "and no job asks more (needs --accounting)")
@@ -552,6 +565,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
     if (args.user_limit or args.user_cpus) and not args.accounting:
         raise SystemExit("slurmlab: --user-limit and --user-cpus need --accounting (QOS limits are slurmdbd's)")
+    if not 2 <= args.users <= MAX_USERS:
+        raise SystemExit(f"slurmlab: --users {args.users}: from 2 (the chain and the array have their own) "
+                         f"to {MAX_USERS}")
+    USERS[:] = lab_users(args.users)
     if args.install:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
