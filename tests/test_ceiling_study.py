@@ -19,9 +19,11 @@ from jufo.learn import backtest as bt
 EPOCH = 1_000_000_000
 
 
-def replayed_trace(tmp_path) -> str:
+@pytest.fixture(scope="module")
+def replayed_trace(tmp_path_factory) -> str:
     """400 random jobs of a 16-processor machine whose waits are what ``jufo replay`` (EASY,
     real run times) gave them: a machine that behaves exactly as jufo's model of it."""
+    tmp_path = tmp_path_factory.mktemp("replayed")
     rng = random.Random(5)
     rows, t = [], 0
     for i in range(1, 401):
@@ -58,8 +60,8 @@ def on_the_second(forecasts: list[bt.Forecast]) -> int:
     return sum(f.raw.learned == f.raw.actual for f in forecasts)
 
 
-def test_real_run_times_and_arrivals_take_the_simulation_to_a_machine_that_is_its_model(tmp_path):
-    trace = replayed_trace(tmp_path)
+def test_real_run_times_and_arrivals_take_the_simulation_to_a_machine_that_is_its_model(replayed_trace):
+    trace = replayed_trace
     learned, exact, both = (case(trace, name) for name in ("learned", "exact", "exact+arrivals"))
     assert len(learned) == len(exact) == len(both) > 1000  # the added jobs are never scored
     # learned run times: no simulated start on the second; real ones: some; real run times and
@@ -71,11 +73,11 @@ def test_real_run_times_and_arrivals_take_the_simulation_to_a_machine_that_is_it
     assert error(both) == 0 < error(exact) < error(learned)
 
 
-def test_arrivals_move_the_simulated_starts_but_are_never_scored(tmp_path):
+def test_arrivals_move_the_simulated_starts_but_are_never_scored(replayed_trace):
     """``past`` (the hour before, again an hour later) and ``arrivals`` (the real next hour)
     put jobs into the learned simulation: starts move, and only the snapshot's own jobs are
     forecasts."""
-    trace = replayed_trace(tmp_path)
+    trace = replayed_trace
     learned, past, ahead = case(trace, "learned"), case(trace, "past", 3600), case(trace, "arrivals", 3600)
     keys = lambda fs: [(f.raw.made, f.raw.job) for f in fs]
     assert keys(past) == keys(ahead) == keys(learned)
@@ -83,8 +85,8 @@ def test_arrivals_move_the_simulated_starts_but_are_never_scored(tmp_path):
     assert starts(past) != starts(learned) and starts(ahead) != starts(learned) and starts(past) != starts(ahead)
 
 
-def test_without_knowledge_the_study_is_the_backtest_and_leaves_it_as_it_was(tmp_path, capsys):
-    trace = replayed_trace(tmp_path)
+def test_without_knowledge_the_study_is_the_backtest_and_leaves_it_as_it_was(replayed_trace):
+    trace = replayed_trace
     done = CliRunner().invoke(main, ["backtest", trace, "--every", "3600", "--json"])
     assert done.exit_code == 0, done.output
     shipped = json.loads(done.output)["overall"]["history"]
