@@ -239,9 +239,11 @@ def synthetic_history(path: str, shape: Shape, days: int = 90, per_day: int = 60
         store.set_meta("capacity", str(shape.nodes * shape.cores))
 
 
-def _with_and_without_history(src: str, master: str, tmp: str, repeat: int) -> tuple[float, float, int]:
-    """Median seconds of plain ``predict`` of ``src`` and of ``predict --history`` on a fresh
-    copy of the history ``master`` each time, and the latter's peak memory (KiB)."""
+def _with_and_without_history(src: str, master: str, tmp: str, repeat: int,
+                              options: tuple[str, ...] = ()) -> tuple[float, float, int]:
+    """Median seconds of plain ``predict`` of ``src`` and of ``predict --history`` (with
+    ``options``) on a fresh copy of the history ``master`` each time, and the latter's peak
+    memory (KiB)."""
     import shutil
 
     out = os.path.join(tmp, "timed.xml")
@@ -250,7 +252,8 @@ def _with_and_without_history(src: str, master: str, tmp: str, repeat: int) -> t
         plain.append(_time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q"])[0])
         copy = os.path.join(tmp, f"h{i}.db")
         shutil.copy(master, copy)
-        seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q", "--history", copy])
+        seconds, rss = _time([sys.executable, "-m", "jufo", "predict", src, "-o", out, "-q", "--history", copy,
+                              *options])
         learned.append(seconds)
         peak = max(peak, rss)
     return statistics.median(plain), statistics.median(learned), peak
@@ -267,8 +270,10 @@ def bench_history(repeat: int, machine: str = "juropa") -> dict:
             fh.write(generate(shape))
         synthetic_history(master, shape)
         p, h, peak = _with_and_without_history(src, master, tmp, repeat)
+        p2, h2, _ = _with_and_without_history(src, master, tmp, repeat, ("-P", "2"))
         return {"case": f"{machine}-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,
-                "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2), "peak_mib": round(peak / 1024)}
+                "jufo_s": round(h, 3), "plain_s": round(p, 3), "ratio": round(h / p, 2), "peak_mib": round(peak / 1024),
+                "two_processes_s": round(h2, 3), "two_processes_ratio": round(h2 / p2, 2)}
 
 
 def bench_trace_command(name: str, args: list[str], repeat: int) -> dict:
@@ -629,7 +634,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"peak {row['peak_mib']:6d} MiB  (90 days of HPC2N: 18,035 jobs, 11,872 forecasts)")
         elif name.endswith("-history"):
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  predict without history {row['plain_s']:6.3f} s  "
-                  f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (90 days, 54,000 jobs)")
+                  f"ratio {row['ratio']:5.2f}  peak {row['peak_mib']:6d} MiB  (90 days, 54,000 jobs); "
+                  f"-P 2 {row['two_processes_s']:.3f} s, ratio {row['two_processes_ratio']:.2f}")
         elif name == "juropa-whatif":
             print(f"{name:22s} jufo {row['jufo_s']:8.3f} s  {row['partitions']} partitions, "
                   f"{row['per_partition_s']:.3f} s each  predict {row['plain_s']:6.3f} s")

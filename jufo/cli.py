@@ -311,6 +311,9 @@ def _needs_stdout(command):
               "jobs_LML.xml) with jufo's data, so it can take that file's place in LLview 2's workflow.")
 @click.option("--history-jump", is_flag=True, help="With --history: accept a snapshot more than --history-keep "
               "days after (or before) what the history knows; without it such a snapshot is refused.")
+@click.option("-P", "--processes", "workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --history and 2 or more: the walltime-only simulation runs in a second process "
+                   "while this one learns (the same output; at most the machine's cores are used).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help=f"Give up after SECONDS: no output, exit {EXIT_TIMEOUT}.")
 @click.option("--metrics", "metrics_path", default=None, metavar="FILE",
@@ -322,8 +325,8 @@ def _needs_stdout(command):
 @click.option("-q", "--quiet", is_flag=True, help="Do not print warnings.")
 @guarded
 def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overrides: tuple[str, ...], history_path: str | None,
-            coverage: float, keep_days: int, only_first: bool, history_jump: bool, timeout: float | None, metrics_path: str | None,
-            as_json: bool, json_path: str | None, verbose: bool, quiet: bool) -> None:
+            coverage: float, keep_days: int, only_first: bool, history_jump: bool, workers: int, timeout: float | None,
+            metrics_path: str | None, as_json: bool, json_path: str | None, verbose: bool, quiet: bool) -> None:
     """Predict start and end times of the jobs in INPUT and write them into a copy of it.
     Several INPUT files (LLview 2 writes jobs, nodes, sysinfo, reservations, classes apart)
     are merged into one output as LML_da's combine step would.
@@ -353,7 +356,7 @@ def predict(input_paths: tuple[str, ...], output: str, preset: str | None, overr
     first = paths[0] if only_first and len(paths) > 1 else None
     if history_path:
         forecast = _predict_with_history(doc, report, settings, output, history_path, coverage, keep_days,
-                                         history_jump, first)
+                                         history_jump, first, min(workers, os.cpu_count() or 1))
     else:
         forecast = _forecast(doc, report, settings)
         _write(doc, forecast, output, first)
@@ -399,7 +402,7 @@ def prediction_json(doc: lml.Document, forecast) -> dict:
 
 def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str, str], output: str,
                           history_path: str, coverage: float, keep_days: int, jump: bool = False,
-                          first: str | None = None):
+                          first: str | None = None, processes: int = 1):
     """Record what the snapshot shows, forecast with what the history taught, keep the
     forecasts and write the output: all or nothing. The history's changes are one
     transaction; the output is staged (written whole beside its target) inside it and renamed
@@ -426,7 +429,7 @@ def _predict_with_history(doc: lml.Document, report: Report, settings: dict[str,
                 history.record_snapshot(snap.epoch, outlook.observations(snap))
                 history.set_meta("capacity", str(snap.machine.total_cores))
                 bar = progress_bar()
-                look = outlook.outlook(snap, config, report, history, coverage, bar)
+                look = outlook.outlook(snap, config, report, history, coverage, bar, processes)
                 if bar:
                     bar.done()
                 data = {**outlook.results(look), **provenance(doc, look.config)}

@@ -22,6 +22,7 @@ from jufo.learn.backtest import Settings, snapshot_forecasts
 from jufo.learn.behaviour import learn_user_caps, learn_windows
 from jufo.cli import main
 from jufo.io.dates import format_date, parse_date
+from jufo.io.errors import InputError
 from jufo.learn.history import APPLICATION_ID, SCHEMA_VERSION, History, Observation
 from jufo.engine.windows import HOUR, wall_class
 
@@ -533,6 +534,121 @@ def test_predict_with_history_gives_a_calibrated_range(tmp_path):
     moved = start("jufo_starttime") - (EPOCH + 3600)
     assert 0.2 * 4200 < moved < 0.8 * 4200, moved
     assert f", {moved} s later toward where real starts fell;range=" in a["jufo_model"], a["jufo_model"]
+
+
+# -- predict --history in two processes -----------------------------------------------------
+two_cores = pytest.mark.skipif((os.cpu_count() or 1) < 2 or not hasattr(os, "fork"),
+                               reason="-P 2 runs a second process only with two cores and fork")
+
+
+def kth_with_history(tmp_path, at: int = 13_000_000) -> tuple:
+    """A snapshot of the KTH trace at ``at`` seconds (running and waiting jobs on 100 nodes)
+    and a history imported from the trace until then, with its forecasts from 14 days back."""
+    trace = swf.read(str(KTH))
+    data, _ = swf.snapshot(trace, swf.Conversion(at=at, nodes=100))
+    src = tmp_path / "kth.xml"
+    src.write_bytes(data)
+    master = tmp_path / "master.db"
+    result = cli("history", "import", str(KTH), "--history", str(master), "--until", str(at), "--retro", "14")
+    assert result.exit_code == 0, result.stderr
+    return src, master
+
+
+def predict_on_copy(tmp_path, src, master, name: str, *options: str):
+    """``predict --history`` on a fresh copy of the history ``master``: (result, output bytes, history)."""
+    import shutil
+
+    db, out = tmp_path / f"{name}.db", tmp_path / f"{name}.xml"
+    shutil.copy(master, db)
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out), "--history", str(db), *options],
+                                env={"SOURCE_DATE_EPOCH": "1700000000"})
+    return result, out.read_bytes() if out.exists() else None, db
+
+
+def history_rows(db) -> list:
+    con = sqlite3.connect(db)
+    rows = [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in ("jobs", "forecasts")]
+    con.close()
+    return rows
+
+
+@needs_traces
+@two_cores
+def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and_history(tmp_path, monkeypatch):
+    from jufo.learn import outlook
+
+    src, master = kth_with_history(tmp_path)
+    one, out1, db1 = predict_on_copy(tmp_path, src, master, "one")
+    ran = tmp_path / "ran.txt"
+    simulate = outlook.simulate
+
+    def recorded(snap, config, report, progress=None, behaviour=None):
+        with open(ran, "a") as fh:  # from whichever process runs it
+            fh.write(f"{os.getpid()} {'learned' if behaviour else 'walltime'}\n")
+        return simulate(snap, config, report, progress, behaviour)
+
+    monkeypatch.setattr(outlook, "simulate", recorded)
+    two, out2, db2 = predict_on_copy(tmp_path, src, master, "two", "-P", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
+    assert out1 == out2 and one.stderr == two.stderr and history_rows(db1) == history_rows(db2)
+    assert out1.count(b'key="jufo_starttime_wall"') > 20 and out1.count(b'key="jufo_starttime_lo"') > 20
+    runs = dict(line.split()[::-1] for line in ran.read_text().splitlines())
+    assert int(runs["learned"]) == os.getpid() != int(runs["walltime"])  # the walltime one ran aside
+
+
+@two_cores
+def test_a_failed_walltime_process_is_run_again_here_with_the_same_output(tmp_path, monkeypatch):
+    from jufo.learn import outlook
+
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    scored_history(path)
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    one, out1, _ = predict_on_copy(tmp_path, src, path, "one")
+    parent, simulate = os.getpid(), outlook.simulate
+
+    tried = tmp_path / "tried.txt"
+
+    def failing_aside(snap, config, report, progress=None, behaviour=None):
+        if os.getpid() != parent:
+            tried.write_text("the child ran")
+            raise MemoryError("the child fails")
+        return simulate(snap, config, report, progress, behaviour)
+
+    monkeypatch.setattr(outlook, "simulate", failing_aside)
+    two, out2, _ = predict_on_copy(tmp_path, src, path, "two", "-P", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, two.stderr
+    assert tried.exists() and out1 == out2 and one.stderr == two.stderr and b"jufo_starttime_lo" in out1
+
+
+@two_cores
+def test_the_walltime_process_is_stopped_when_the_run_fails(tmp_path, monkeypatch):
+    from jufo.learn import outlook
+
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    scored_history(path)
+    before = history_rows(path)
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    parent, pid_file = os.getpid(), tmp_path / "child.pid"
+
+    def slow_aside(snap, config, report, progress=None, behaviour=None):
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(120)
+
+    def failing_learn(*args):
+        deadline = time.time() + 30
+        while not pid_file.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        raise InputError("history", "jobs", "x", "refused for the test")
+
+    monkeypatch.setattr(outlook, "simulate", slow_aside)
+    monkeypatch.setattr(outlook, "learn", failing_learn)
+    result, out, db = predict_on_copy(tmp_path, src, path, "run", "-P", "2")
+    assert result.exit_code == 2 and "refused for the test" in result.stderr and out is None
+    child = int(pid_file.read_text())
+    assert child != parent
+    with pytest.raises(ProcessLookupError):  # killed and reaped, no zombie left
+        os.kill(child, 0)
+    assert history_rows(db) == before  # the run's changes were rolled back
 
 
 def test_history_show_reports_what_was_learned(tmp_path):
