@@ -621,6 +621,24 @@ def test_a_failed_walltime_process_is_run_again_here_with_the_same_output(tmp_pa
 
 
 @two_cores
+def test_without_a_second_process_both_simulations_run_here(tmp_path, monkeypatch):
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    scored_history(path)
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    one, out1, _ = predict_on_copy(tmp_path, src, path, "one")
+
+    def no_fork():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    open_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    two, out2, _ = predict_on_copy(tmp_path, src, path, "two", "-P", "2")
+    assert two.exit_code == 0 and out1 == out2 and one.stderr == two.stderr, two.stderr
+    if open_before is not None:
+        assert len(os.listdir("/proc/self/fd")) == open_before  # the pipe was closed again
+
+
+@two_cores
 def test_the_walltime_process_is_stopped_when_the_run_fails(tmp_path, monkeypatch):
     from jufo.learn import outlook
 

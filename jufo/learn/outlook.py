@@ -121,7 +121,12 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
     """Both simulations of ``snap`` and the calibrated ranges. With ``processes`` ≥ 2 (and
     ``fork``), the walltime-only simulation runs in a child process while this one learns and
     runs the learned simulation: the same forecast, sooner on two cores."""
-    aside = WalltimeProcess(snap, config, report) if processes >= 2 and hasattr(os, "fork") else None
+    aside = None
+    if processes >= 2 and hasattr(os, "fork"):
+        try:
+            aside = WalltimeProcess(snap, config, report)
+        except OSError:  # no process or pipe to be had (limits): both simulations here
+            aside = None
     try:
         if aside is None:
             walls = wall_starts(simulate(snap.fresh(), config, report, progress))
@@ -169,7 +174,12 @@ class WalltimeProcess:
         self.fd, write = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(self.fd)
+            os.close(write)
+            raise
         if pid == 0:  # the child: never returns
             code = 1
             try:
