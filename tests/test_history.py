@@ -565,6 +565,19 @@ def predict_on_copy(tmp_path, src, master, name: str, *options: str):
     return result, out.read_bytes() if out.exists() else None, db
 
 
+def small_case(tmp_path, predicted: bool = True) -> tuple:
+    """A history of 200 scored forecasts and a snapshot of a running and a waiting job: the
+    history's path and the snapshot's, and (``predicted``) ``predict --history`` in one
+    process on a copy of the history, with its output."""
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    scored_history(path)
+    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
+    if not predicted:
+        return path, src
+    one, out, _ = predict_on_copy(tmp_path, src, path, "one")
+    return path, src, one, out
+
+
 def history_rows(db) -> list:
     con = sqlite3.connect(db)
     rows = [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in ("jobs", "forecasts")]
@@ -600,10 +613,7 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
 def test_a_failed_walltime_process_is_run_again_here_with_the_same_output(tmp_path, monkeypatch):
     from jufo.learn import outlook
 
-    path, src = tmp_path / "h.db", tmp_path / "in.xml"
-    scored_history(path)
-    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
-    one, out1, _ = predict_on_copy(tmp_path, src, path, "one")
+    path, src, one, out1 = small_case(tmp_path)
     parent, simulate = os.getpid(), outlook.simulate
 
     tried = tmp_path / "tried.txt"
@@ -622,10 +632,7 @@ def test_a_failed_walltime_process_is_run_again_here_with_the_same_output(tmp_pa
 
 @two_cores
 def test_without_a_second_process_both_simulations_run_here(tmp_path, monkeypatch):
-    path, src = tmp_path / "h.db", tmp_path / "in.xml"
-    scored_history(path)
-    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
-    one, out1, _ = predict_on_copy(tmp_path, src, path, "one")
+    path, src, one, out1 = small_case(tmp_path)
 
     def no_fork():
         raise OSError(11, "Resource temporarily unavailable")
@@ -642,10 +649,8 @@ def test_without_a_second_process_both_simulations_run_here(tmp_path, monkeypatc
 def test_the_walltime_process_is_stopped_when_the_run_fails(tmp_path, monkeypatch):
     from jufo.learn import outlook
 
-    path, src = tmp_path / "h.db", tmp_path / "in.xml"
-    scored_history(path)
+    path, src = small_case(tmp_path, predicted=False)
     before = history_rows(path)
-    src.write_bytes(snapshot({"r": running(4, 3600, wall=7200, owner="u"), "a": waiting(4, 3600)}))
     parent, pid_file = os.getpid(), tmp_path / "child.pid"
 
     def slow_aside(snap, config, report, progress=None, behaviour=None):
