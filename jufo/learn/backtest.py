@@ -38,7 +38,7 @@ from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
 from .knowledge import TraceKnowledge
-from .outlook import DEFAULT_COVERAGE, behaviour_for
+from .outlook import DEFAULT_COVERAGE, behaviour_for, wall_starts
 
 WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 3600, "1-6 h"),
                 (6 * 3600, None, "over 6 h"))
@@ -215,7 +215,7 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
     knowledge = _KNOWLEDGE[known].learn(source, snap, DEFAULT_COVERAGE)
     learned_snap = snap.fresh()
     learned = simulate(learned_snap, config, report, behaviour=behaviour_for(learned_snap, knowledge))
-    walls = {job.id: job.start for job in wall.jobs}
+    walls = wall_starts(wall)
     out = []
     for job in learned.jobs:
         if job.running:

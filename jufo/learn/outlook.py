@@ -121,26 +121,29 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
     """Both simulations of ``snap`` and the calibrated ranges. With ``processes`` ≥ 2 (and
     ``fork``), the walltime-only simulation runs in a child process while this one learns and
     runs the learned simulation: the same forecast, sooner on two cores."""
-    aside = None
+    def walltime_here() -> dict[str, int | None]:
+        return wall_starts(simulate(snap.fresh(), config, report, progress))
+
+    child = None
     if processes >= 2 and hasattr(os, "fork"):
         try:
-            aside = WalltimeProcess(snap, config, report)
+            child = WalltimeProcess(snap, config, report)
         except OSError:  # no process or pipe to be had (limits): both simulations here
-            aside = None
+            pass
     try:
-        if aside is None:
-            walls = wall_starts(simulate(snap.fresh(), config, report, progress))
+        if child is None:
+            walls = walltime_here()
         knowledge = learn(source, snap, coverage)
         learned_snap = snap.fresh()
         behaviour = behaviour_for(learned_snap, knowledge)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
-        if aside is not None:
-            walls = aside.starts()
+        if child is not None:
+            walls = child.starts()
             if walls is None:  # the child failed: the same simulation here, with its own errors
-                walls = wall_starts(simulate(snap.fresh(), config, report, progress))
+                walls = walltime_here()
     finally:
-        if aside is not None:
-            aside.stop()
+        if child is not None:
+            child.stop()
     ranges = {}
     for job in learned.jobs:
         if job.start is not None and not job.running:
