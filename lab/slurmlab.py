@@ -41,17 +41,19 @@ from jufo.io.scontrol import COMMANDS, OPTIONAL  # noqa: E402
 
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 ACCOUNTING_PACKAGES = ["mariadb-server", "slurmdbd"]
-USERS = ["jlab1", "jlab2", "jlab3"]  # the Unix users the trace's users are mapped to (--users)
-MAX_USERS = 200  # Unix users a lab may create
 
 
 def lab_users(count: int) -> list[str]:
     """The lab's Unix users: jlab1 to jlabN, in the order trace users are mapped to them.
 
-    >>> lab_users(3) == USERS, lab_users(5)[-1]
-    (True, 'jlab5')
+    >>> lab_users(3), lab_users(5)[-1]
+    (['jlab1', 'jlab2', 'jlab3'], 'jlab5')
     """
     return [f"jlab{i}" for i in range(1, count + 1)]
+
+
+USERS = lab_users(3)  # the Unix users the trace's users are mapped to (--users)
+MAX_USERS = 200  # Unix users a lab may create
 CTLD_PORT = 16817
 DBD_PORT = 16819
 SQL_PORT = 16306

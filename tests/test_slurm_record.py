@@ -22,6 +22,17 @@ from jufo.io import lml
 RECORDS = ROOT / "tests" / "data" / "slurm"
 
 
+def lab_module(name: str):
+    """A script of ``lab/`` (``score``, ``adequacy``), imported as a module: the folder is
+    not a package, so it goes on the import path once."""
+    import importlib
+
+    folder = str(ROOT / "lab")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
 def unpack(tmp_path_factory, name: str):
     where = tmp_path_factory.mktemp(name)
     with tarfile.open(RECORDS / f"{name}.tar.xz") as tar:
@@ -39,8 +50,7 @@ def test_the_mixed_lab_walltime_forecast_is_slurms_own_plan(tmp_path_factory):
     backfill plan (``plan=slurm``), exclusive and core-shared partitions, multifactor priority
     and a maintenance reservation included. This record has no sdiag, so jufo plans as of the
     last change it shows; Slurm's own pass may be a few seconds older or newer."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(unpack(tmp_path_factory, "lab-mixed"), history=False, every=6)
     # measured on all 141 captures: 95.8 % of 5,614 within 60 s of Slurm's estimate (24.0 % when
@@ -57,8 +67,7 @@ def test_an_unseen_mixed_lab_walltime_forecast_is_slurms_own_plan(tmp_path_facto
     job-snapshots within 60 s of Slurm's estimate; history forecast 65 s against Slurm's 185 s
     median absolute error, range held 51.6 % (39.2 % before the ranges' widening; 676 of the 703
     misses late; 77.7 % since ranges reach toward the walltime forecast)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(unpack(tmp_path_factory, "lab-unseen"), history=False, every=6)
     assert result["fidelity_compared"] > 250
@@ -71,8 +80,7 @@ def test_ranges_hold_when_the_queue_changes_faster_than_forecasts_are_scored(tmp
     had fared: 39.5 % held on every third capture (51.6 % on all). Reaching toward the
     walltime forecast as far as recent jobs ran beyond their predicted run times, they hold
     72.5 % (77.7 % on all, median width 299 s against a remaining wait of 316 s)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(unpack(tmp_path_factory, "lab-unseen"), history=True, every=3)
     ranges = result["range"]
@@ -83,8 +91,7 @@ def test_ranges_hold_when_the_queue_changes_faster_than_forecasts_are_scored(tmp
 
 
 def test_walltime_forecast_agrees_with_slurms_own_estimate(lab):
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(lab, history=False, every=4)  # every 4th capture: 27 of 105, a few seconds
     assert result["fidelity_compared"] > 300
@@ -100,8 +107,7 @@ def test_with_real_run_times_the_history_forecast_is_slurms_schedule(lab):
     within 5 min 100 %; the second KTH lab 4 s (21 s), the mixed lab 3 s (35.5 s). So on a real
     Slurm the history forecast's error is its run times', the waiting jobs' more than the
     running ones' (``--exact waiting``). Here every 4th capture."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     made, exact, waiting = (score.score(lab, history=True, every=4, exact=given) for given in (None, "all", "waiting"))
     assert made["walltime"] == exact["walltime"] and made["slurm"] == exact["slurm"]  # only the history one knows
@@ -112,8 +118,7 @@ def test_with_real_run_times_the_history_forecast_is_slurms_schedule(lab):
 
 
 def test_exact_without_history_is_a_usage_error(capsys):
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     with pytest.raises(SystemExit) as stop:
         score.main([str(RECORDS), "--exact"])
@@ -180,8 +185,7 @@ def test_replay_of_the_labs_stream_with_its_own_settings_simulates(lab):
     simulate, and a plan made at time zero must not test jobs submitted later. With the plan
     applied, P was 613 s (mean residence 218 s); simulated with compression, 119 s; with
     reservations made anew at each early end, as Slurm's backfill does (``replan=yes``), 92 s."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import adequacy
+    adequacy = lab_module("adequacy")
 
     run = adequacy.runs(lab)
     slurm = {k: v["end"] - v["submit"] for k, v in run.items()}
@@ -197,8 +201,7 @@ def test_replay_is_as_close_to_slurm_as_slurm_is_to_itself(tmp_path_factory):
     ``jufo slurm config``'s settings is nearer that run (P 21.1 s and 16.6 s) than the two runs
     are to each other (P_ideal 69.8 s); with compression instead of Slurm's replanning it was
     84.6 s and 33.1 s."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import adequacy
+    adequacy = lab_module("adequacy")
 
     where = unpack(tmp_path_factory, "lab-adequacy")
     runs = {name: adequacy.runs(where / name) for name in ("run-a", "run-b")}
@@ -373,8 +376,7 @@ def test_a_second_kth_lab_recorded_after_the_range_changes(tmp_path_factory):
     grid, 72.1 % before they reached toward the walltime forecast), median width 105 s against a
     remaining wait of 80 s. On every third capture, as here: 96.8 %, 23.5 s against 88 s, ranges
     81.2 % (75.9 % before the grid)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(unpack(tmp_path_factory, "lab-kth2"), history=True, every=3)
     assert result["fidelity_compared"] > 250
@@ -391,8 +393,7 @@ def test_the_logged_labs_ranges_span_the_planning_grid(tmp_path_factory):
     hold a job to a step its start comes before. Reaching half a step either side of the
     forecast, they hold 77.3 % on every third capture, as here (73.8 % before), and 77.8 % on
     all 215 (73.6 % before; median width 284 s against a remaining wait of 396 s)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(unpack(tmp_path_factory, "lab-passes"), history=True, every=3)
     ranges = result["range"]
@@ -411,8 +412,7 @@ def test_a_quiet_lab_where_jufos_plan_and_slurms_estimate_differ_the_real_start_
     (1,069–1,737 s ahead) was a pass from before jobs ended and the jobs started within 68 s, the
     first four as jufo's plan said (0–47 s). Median absolute errors: Slurm's 56 s, the walltime
     forecast 44 s, the history forecast 6 s, "starts now" 10 s."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     result = score.score(unpack(tmp_path_factory, "lab-quiet"), history=False)
     differ = result["differ_examples"]
@@ -431,8 +431,7 @@ def test_a_fair_share_lab_is_planned_in_the_priority_slurm_computed(tmp_path_fac
     1200``). jufo cannot recompute fair share: ``jufo slurm config`` orders by the priority Slurm
     computed (``userprio``), and so planned, the walltime forecast is Slurm's own estimate on
     540 of 557 job-snapshots (96.9 %)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     folder = unpack(tmp_path_factory, "lab-fairshare")
     site = (folder / "capture" / "0000" / "config.txt").read_text()
@@ -451,8 +450,7 @@ def test_a_lab_whose_qos_limits_running_jobs_per_user(tmp_path_factory):
     with ``qos.txt``. Of 2,887 pending job-snapshots 1,832 wait as QOSMaxJobsPerUserLimit, and
     Slurm gives an estimate for only 1,027 of all: jufo forecasts every one, and where Slurm
     has one, the walltime forecast is within 60 s of it on 928 (90.4 %)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     folder = unpack(tmp_path_factory, "lab-limit")
     capture = folder / "capture" / "0060"
@@ -480,8 +478,7 @@ def test_a_lab_whose_users_cancel_jobs_that_wait(tmp_path_factory):
     Slurm's estimate on 98.4 %, the history forecast 23.5 s against Slurm's 128 s (0.18x;
     25 s and 78.5 % within 60 s before cancelled jobs were read as never run, 83.2 % then;
     24 s and 82.7 % since jufo expects cancellations)."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     from jufo.io import accounting
 
@@ -509,8 +506,7 @@ def test_a_lab_where_a_fifth_of_the_waiting_jobs_are_cancelled(tmp_path_factory)
     within 60 s against 80.7 %). The jobs behind a cancelled one start earlier than a forecast
     that runs every waiting job; jufo before cancelled jobs were read as never run learned a
     0-s run from each, which pulled its forecasts earlier by chance: 17 s on the same 698."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     from jufo.io import accounting
 
@@ -567,8 +563,7 @@ def test_a_lab_whose_qos_limits_the_cores_each_user_holds(tmp_path_factory):
     is the forecast of before."""
     import shutil
 
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     folder = unpack(tmp_path_factory, "lab-cpus")
     captures = sorted((folder / "capture").iterdir())
@@ -603,8 +598,7 @@ def test_a_lab_with_one_unix_user_for_each_trace_user(tmp_path_factory):
     3 s. Users of their own do not take the history forecast to 0.25× Slurm's: its run times
     at submit are as good as on the first lab (14.5 s median error against 15.5 s). Here every
     third capture."""
-    sys.path.insert(0, str(ROOT / "lab"))
-    import score
+    score = lab_module("score")
 
     lab = unpack(tmp_path_factory, "lab-users")
     users = {line.split("\t")[3] for line in (lab / "submitted.tsv").read_text().splitlines()[1:]}
