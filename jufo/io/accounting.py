@@ -15,11 +15,14 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from math import ceil
+from typing import TypeVar
 
 from .dates import parse_date
 from .errors import InputError
 from .slurm import never_ran, parse_tasks, seconds_of
 from .values import MAX_COUNT, MAX_NODES
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,26 @@ class JobRecord:
     @property
     def wait(self) -> int | None:
         return None if self.start is None or self.submit is None else self.start - self.submit
+
+
+def of_rows(cls: type[T], rows: Iterable[tuple]) -> list[T]:
+    """Instances of the frozen dataclass ``cls`` from tuples of all its fields in order, each
+    the same as ``cls(*row)``: for bulk reads (a history's 54,000 records), in a third of the
+    time, as a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``.
+    For plain dataclasses without ``__post_init__`` or slots.  O(rows).
+
+    >>> row = ("7", "u", "", "", "q", "", 1, 4, 60, 0, 5, 50, None)
+    >>> of_rows(JobRecord, [row]) == [JobRecord(*row)]
+    True
+    """
+    names, new, out = tuple(cls.__dataclass_fields__), object.__new__, []
+    for row in rows:
+        if len(row) != len(names):
+            raise ValueError(f"a {cls.__name__} has {len(names)} fields, not {len(row)}")
+        item = new(cls)
+        item.__dict__.update(zip(names, row))
+        out.append(item)
+    return out
 
 
 def until(records: Iterable[JobRecord], t: int) -> Iterator[JobRecord]:
