@@ -600,31 +600,42 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
             fh.write(f"{os.getpid()} {'learned' if behaviour else 'walltime'}\n")
         return simulate(snap, config, report, progress, behaviour)
 
+    caps = outlook.learn_user_caps
+
+    def recorded_caps(*args, **kwargs):
+        with open(ran, "a") as fh:
+            fh.write(f"{os.getpid()} caps\n")
+        return caps(*args, **kwargs)
+
     monkeypatch.setattr(outlook, "simulate", recorded)
+    monkeypatch.setattr(outlook, "learn_user_caps", recorded_caps)
     two, out2, db2 = predict_on_copy(tmp_path, src, master, "two", "-P", "2")
     assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
     assert out1 == out2 and one.stderr == two.stderr and history_rows(db1) == history_rows(db2)
     assert out1.count(b'key="jufo_starttime_wall"') > 20 and out1.count(b'key="jufo_starttime_lo"') > 20
+    assert b'with learned windows and user caps' in out1  # caps were learned, and are in the output
     runs = dict(line.split()[::-1] for line in ran.read_text().splitlines())
     assert int(runs["learned"]) == os.getpid() != int(runs["walltime"])  # the walltime one ran aside
+    assert int(runs["caps"]) == int(runs["walltime"])  # and so were the user caps learned
 
 
 @two_cores
-def test_a_failed_walltime_process_is_run_again_here_with_the_same_output(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fails", ["simulate", "learn_user_caps"])
+def test_what_a_failed_child_process_did_is_done_again_here_with_the_same_output(tmp_path, monkeypatch, fails):
     from jufo.learn import outlook
 
     path, src, one, out1 = small_case(tmp_path)
-    parent, simulate = os.getpid(), outlook.simulate
+    parent, real = os.getpid(), getattr(outlook, fails)
 
     tried = tmp_path / "tried.txt"
 
-    def failing_aside(snap, config, report, progress=None, behaviour=None):
+    def failing_aside(*args, **kwargs):
         if os.getpid() != parent:
             tried.write_text("the child ran")
             raise MemoryError("the child fails")
-        return simulate(snap, config, report, progress, behaviour)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(outlook, "simulate", failing_aside)
+    monkeypatch.setattr(outlook, fails, failing_aside)
     two, out2, _ = predict_on_copy(tmp_path, src, path, "two", "-P", "2")
     assert one.exit_code == 0 and two.exit_code == 0, two.stderr
     assert tried.exists() and out1 == out2 and one.stderr == two.stderr and b"jufo_starttime_lo" in out1
@@ -657,7 +668,7 @@ def test_the_walltime_process_is_stopped_when_the_run_fails(tmp_path, monkeypatc
         pid_file.write_text(str(os.getpid()))
         time.sleep(120)
 
-    def failing_learn(*args):
+    def failing_learn(*args, **kwargs):
         deadline = time.time() + 30
         while not pid_file.exists() and time.time() < deadline:
             time.sleep(0.05)

@@ -60,15 +60,26 @@ class Learned:
     cancels: CancelOdds | None = None  # the odds that a waiting job is cancelled before it starts
 
 
-def learn(source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
-    """Learn run times, habits and the calibration from what was known at the snapshot."""
+def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
+    """The user caps ``records`` teach at the snapshot (``behaviour.learn_user_caps``)."""
+    return learn_user_caps(records, snap.epoch, snap.machine.total_cores)
+
+
+def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord] | None = None,
+          caps_aside: Callable[[], dict[str, int] | None] | None = None) -> Learned:
+    """Learn run times, habits and the calibration from what was known at the snapshot
+    (``records``: the source's records then, if already read). ``caps_aside``, if given,
+    gives the user caps another process learned from the same records (None: learn them
+    here); they are the costliest habit, so they are asked for last."""
     now = snap.epoch
-    records = source.records(now)
+    records = source.records(now) if records is None else records
     predictor, overruns = RuntimePredictor.learning(in_end_order(records))
     windows = WeeklyWindows(learn_windows(records, now), now)
-    caps = learn_user_caps(records, now, snap.machine.total_cores)
-    return Learned(predictor, windows, caps, Calibration(source.scored(now), coverage), reach(overruns, coverage),
-                   CancelOdds(records, now))
+    cancels = CancelOdds(records, now)
+    calibration = Calibration(source.scored(now), coverage)
+    caps = caps_aside() if caps_aside is not None else None
+    caps = user_caps_at(records, snap) if caps is None else caps
+    return Learned(predictor, windows, caps, calibration, reach(overruns, coverage), cancels)
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
@@ -119,21 +130,23 @@ class Outlook:
 def outlook(snap: Snapshot, config: Configuration, report: Report, source: HistorySource,
             coverage: float = DEFAULT_COVERAGE, progress: Callable | None = None, processes: int = 1) -> Outlook:
     """Both simulations of ``snap`` and the calibrated ranges. With ``processes`` ≥ 2 (and
-    ``fork``), the walltime-only simulation runs in a child process while this one learns and
-    runs the learned simulation: the same forecast, sooner on two cores."""
+    ``fork``), a child process learns the user caps from the records read here and then runs
+    the walltime-only simulation, while this one learns the rest and runs the learned
+    simulation: the same forecast, sooner on two cores."""
     def walltime_here() -> dict[str, int | None]:
         return wall_starts(simulate(snap.fresh(), config, report, progress))
 
     child = None
+    records = source.records(snap.epoch)
     if processes >= 2 and hasattr(os, "fork"):
         try:
-            child = WalltimeProcess(snap, config, report)
-        except OSError:  # no process or pipe to be had (limits): both simulations here
+            child = Aside(snap, config, report, records)
+        except OSError:  # no process or pipe to be had (limits): everything here
             pass
     try:
         if child is None:
             walls = walltime_here()
-        knowledge = learn(source, snap, coverage)
+        knowledge = learn(source, snap, coverage, records, None if child is None else child.user_caps)
         learned_snap = snap.fresh()
         behaviour = behaviour_for(learned_snap, knowledge)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
@@ -160,55 +173,76 @@ def wall_starts(forecast: Forecast) -> dict[str, int | None]:
     return {job.id: job.start for job in forecast.jobs}
 
 
-class WalltimeProcess:
-    """The walltime-only simulation of a snapshot, run in a forked child process.
+class Aside:
+    """Work of a forecast done in a forked child process: the user caps learned from the
+    records (``user_caps``), then the walltime-only simulation of the snapshot.
 
-    The child sends back its starts, its warnings and what it printed on stderr, as one
-    pickle through a pipe. The parent writes that text and keeps the warnings when it takes
-    the starts, so its output and stderr are as in one process. If the child fails in any
-    way, ``starts`` gives None, and the caller runs the simulation itself. That way an error
-    surfaces exactly as without the child. ``stop`` kills a child that is still running: on
-    a timeout, on SIGTERM, or on an error in the parent."""
+    The child sends back each result as soon as it has it, as one pickle through a pipe: the
+    caps, then the starts with the simulation's warnings and what it printed on stderr. The
+    parent writes that text and keeps the warnings when it takes the starts, so its output
+    and stderr are as in one process. If the child fails in any way, ``user_caps`` and
+    ``starts`` give None, and the caller does that work itself. That way an error surfaces
+    exactly as without the child. ``stop`` kills a child that is still running: on a timeout,
+    on SIGTERM, or on an error in the parent."""
 
-    def __init__(self, snap: Snapshot, config: Configuration, report: Report) -> None:
+    def __init__(self, snap: Snapshot, config: Configuration, report: Report, records: list[JobRecord]) -> None:
         self.pid: int | None = None
         self.report = report
-        self.fd: int | None
-        self.fd, write = os.pipe()
+        self.pipe: io.BufferedReader | None = None
+        self.failed = False
+        read, write = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError:
-            os.close(self.fd)
+            os.close(read)
             os.close(write)
             raise
         if pid == 0:  # the child: never returns
             code = 1
             try:
-                os.close(self.fd)
+                os.close(read)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 sys.stderr = io.StringIO()
-                own = Report(collect=report.collect, quiet=report.quiet)
-                starts = wall_starts(simulate(snap.fresh(), config, own))
                 with os.fdopen(write, "wb") as pipe:
+                    pickle.dump(user_caps_at(records, snap), pipe, pickle.HIGHEST_PROTOCOL)
+                    pipe.flush()
+                    own = Report(collect=report.collect, quiet=report.quiet)
+                    starts = wall_starts(simulate(snap.fresh(), config, own))
                     pickle.dump((starts, own.warnings, sys.stderr.getvalue()), pipe, pickle.HIGHEST_PROTOCOL)
                 code = 0
             finally:
                 os._exit(code)
         self.pid = pid
         os.close(write)
+        self.pipe = os.fdopen(read, "rb")
+
+    def _next(self):
+        """The child's next result; None where it failed (and from then on)."""
+        if self.failed or self.pipe is None:
+            return None
+        try:
+            return pickle.load(self.pipe)
+        except Exception:  # noqa: BLE001 - it ended early (failed, or killed), mid-pickle perhaps
+            self.failed = True
+            return None
+
+    def user_caps(self) -> dict[str, int] | None:
+        """Wait for the user caps the child learned; None where it failed."""
+        return self._next()
 
     def starts(self) -> dict[str, int | None] | None:
-        """Wait for the child: its starts, None where it failed."""
-        fd, self.fd = self.fd, None
-        with os.fdopen(fd, "rb") as pipe:  # (closed here, also when a signal interrupts the read)
-            data = pipe.read()
+        """Wait for the child's walltime-only starts (after ``user_caps``), and for its end; None
+        where it failed."""
+        found = self._next()
+        self.pipe.close()
+        self.pipe = None
         _, status = os.waitpid(self.pid, 0)
         self.pid = None  # reaped; until then ``stop`` kills and reaps it
-        if status != 0 or not data:
+        if status != 0 or found is None:
             return None
-        starts, warnings, text = pickle.loads(data)
+        starts, warnings, text = found
         if text:
             sys.stderr.write(text)
         self.report.warnings.extend(warnings)
@@ -216,9 +250,9 @@ class WalltimeProcess:
 
     def stop(self) -> None:
         """Kill the child if it still runs, and close the pipe."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        if self.pipe is not None:
+            self.pipe.close()
+            self.pipe = None
         if self.pid is not None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
