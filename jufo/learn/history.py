@@ -26,8 +26,8 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from operator import itemgetter
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from pathlib import Path
 
 from ..io.accounting import JobRecord, of_rows
@@ -341,7 +341,7 @@ class History:
             if end is not None and end > now:
                 end = None
             rows.append((*row[:10], start, end, None))
-        rows.sort(key=itemgetter(0))  # by id (unique; Python's order of str is SQLite's BINARY order), faster than ORDER BY
+        rows.sort(key=itemgetter(0))  # by id: Python orders str as SQLite's BINARY does, sooner than ORDER BY
         return of_rows(JobRecord, rows)
 
     def scored(self, now: int, days: int = KEEP_DAYS, limit: int = SCORED_LIMIT) -> list[Scored]:

@@ -78,7 +78,8 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     cancels = CancelOdds(records, now)
     calibration = Calibration(source.scored(now), coverage)
     caps = caps_aside() if caps_aside is not None else None
-    caps = user_caps_at(records, snap) if caps is None else caps
+    if caps is None:
+        caps = user_caps_at(records, snap)
     return Learned(predictor, windows, caps, calibration, reach(overruns, coverage), cancels)
 
 
