@@ -441,6 +441,21 @@ def test_a_fair_share_lab_is_planned_in_the_priority_slurm_computed(tmp_path_fac
     assert result["walltime"]["median_abs_error"] <= result["slurm"]["median_abs_error"]
 
 
+def test_a_second_fair_share_lab_is_planned_in_the_priority_slurm_computed(tmp_path_factory):
+    """lab-fairshare2.tar.xz (125 KB), recorded 2026-11-28 as ``lab-fairshare`` on another window
+    (``--skip 20000``; the lab's folder written as /var/lib/jufo-lab): 105 captures in 53 minutes,
+    608 pending job-snapshots. Ordered by the priority Slurm computed, the walltime forecast is
+    Slurm's own estimate within 60 s on 569 of 576 (98.8 %)."""
+    score = lab_module("score")
+
+    folder = unpack(tmp_path_factory, "lab-fairshare2")
+    assert "PriorityWeightFairshare=10000" in (folder / "slurm.conf.txt").read_text()
+    result = score.score(folder, history=False)
+    assert result["job_snapshots"] == 608 and result["fidelity_compared"] == 576
+    assert result["fidelity_within_60s"] >= 0.95
+    assert result["walltime"]["median_abs_error"] <= result["slurm"]["median_abs_error"]
+
+
 def test_a_lab_whose_qos_limits_running_jobs_per_user(tmp_path_factory):
     """lab-limit.tar.xz (219 KB), recorded 2026-11-27: KTH's trace from its 16,000th job (320
     jobs, time / 100) on 100 nodes of 1 core, ``priority/basic``, the normal QOS letting each user
