@@ -65,14 +65,13 @@ def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
     return learn_user_caps(records, snap.epoch, snap.machine.total_cores)
 
 
-def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord] | None = None,
+def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord],
           caps_aside: Callable[[], dict[str, int] | None] | None = None) -> Learned:
     """Learn run times, habits and the calibration from what was known at the snapshot
-    (``records``: the source's records then, if already read). ``caps_aside``, if given,
+    (``records``: the source's records then). ``caps_aside``, if given,
     gives the user caps another process learned from the same records (None: learn them
     here); they are the costliest habit, so they are asked for last."""
     now = snap.epoch
-    records = source.records(now) if records is None else records
     predictor, overruns = RuntimePredictor.learning(in_end_order(records))
     windows = WeeklyWindows(learn_windows(records, now), now)
     cancels = CancelOdds(records, now)
@@ -190,7 +189,6 @@ class Aside:
         self.pid: int | None = None
         self.report = report
         self.pipe: io.BufferedReader | None = None
-        self.failed = False
         read, write = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -220,13 +218,13 @@ class Aside:
         self.pipe = os.fdopen(read, "rb")
 
     def _next(self):
-        """The child's next result; None where it failed (and from then on)."""
-        if self.failed or self.pipe is None:
+        """The child's next result; None where it failed (the pipe then stays at its end, so
+        every later read fails too)."""
+        if self.pipe is None:
             return None
         try:
             return pickle.load(self.pipe)
         except Exception:  # noqa: BLE001 - it ended early (failed, or killed), mid-pickle perhaps
-            self.failed = True
             return None
 
     def user_caps(self) -> dict[str, int] | None:
