@@ -182,3 +182,49 @@ def test_compiled_formulas_compute_what_asteval_computed():
             timed = {k: values[k] for k in ("AGE", "NOW")}
             assert same(formula.at_times(fixed)(timed), expected), (text, values)
         checked += 1
+
+
+@pytest.mark.parametrize("text,saturation", [
+    ("1000 * min(AGE, 3600) / 3600 + 1000 * (a / 3000 + b / 384000) / 2", 3600.0),  # jufo slurm config's
+    ("min(7, AGE, 50) * a - min(AGE, 20) / (b - 3)", 20.0),
+    ("log(min(AGE, 100) + 1) * sqrt(abs(a)) + b ** 2", 100.0),
+    ("min(AGE, -5) + a", -5.0),
+    ("AGE + a", None), ("min(AGE, a) + b", None), ("min(AGE, 600) + NOW", None), ("max(AGE, 600)", None),
+])
+def test_a_job_past_the_saturation_age_keeps_its_key(text, saturation):
+    """Slurm's age factor stops growing at PriorityMaxAge: past that age (``Formula.saturation``)
+    a job's key is kept instead of evaluated again, and from ``freeze_time`` on no job's key
+    changes. Checked against evaluating the formula anew, to the bit, at times that cross it."""
+    import math
+    import random
+
+    from jufo.engine.job import Job
+    from jufo.engine.sorter import Formula, JobSorter
+    from jufo.io.errors import Report
+
+    rng = random.Random(5)
+    jobs = [Job(f"j{i}", i, {"a": str(rng.choice([0, 1, 7, 3000, -2.5])), "b": str(rng.choice([3, 128, 0.5]))},
+                "Idle", queued=rng.randint(-5000, 0)) for i in range(60)]
+    formula = Formula(text, jobs)
+    assert formula.saturation == saturation
+
+    def fresh(now: int) -> list[tuple]:
+        out = []
+        for job in jobs:
+            value = formula.evaluate({"AGE": float(now - job.queued), "NOW": 1e9 + now,
+                                      "a": float(job.data["a"]), "b": float(job.data["b"])})
+            out.append((-(-math.inf if math.isnan(value) else value), job.queued, job.index))
+        return out
+
+    sorter = JobSorter(formula, 10**9, Report(quiet=True))
+    times = sorted(rng.sample(range(0, 8000), 120))
+    for now in times:
+        assert sorter.keys(jobs, now) == fresh(now), now
+    freeze = sorter.freeze_time(jobs)
+    if saturation is None:
+        assert freeze is None
+        return
+    frozen = sorter.frozen_at(freeze)
+    assert frozen.static and not sorter.static
+    for now in [freeze, freeze + 1, freeze + 10**6]:
+        assert fresh(now) == [frozen.key(job, now) for job in jobs] == fresh(freeze)

@@ -222,11 +222,14 @@ def test_same_as_reference(seed):
         assert got == expected, full
         if "system_sysprio" in full:
             continue
-        # AGE orders like the default but is re-evaluated at every event: the other code path
-        forecast, _ = run(raw, {**full, "system_sysprio": "AGE"})
-        again = {j.id: (j.start, j.resources if attribute else cores(j.resources), j.topdog, j.backfilled)
-                 for j in forecast.jobs if not j.running and j.start is not None}
-        assert again == expected, full
+        # AGE orders like the default but is re-evaluated at every event: the other code path;
+        # so does min(AGE, 30), until every job is 30 s old and the order is frozen into a
+        # static one mid-run (``Simulation.freeze``), reservations and all
+        for formula in ("AGE", "min(AGE, 30)"):
+            forecast, _ = run(raw, {**full, "system_sysprio": formula})
+            again = {j.id: (j.start, j.resources if attribute else cores(j.resources), j.topdog, j.backfilled)
+                     for j in forecast.jobs if not j.running and j.start is not None}
+            assert again == expected, (full, formula)
 
 
 @pytest.mark.parametrize("state", ["AttributeState", "NodeState"])
@@ -367,12 +370,15 @@ def test_a_slurm_sites_age_priority_orders_as_the_whole_formula_would(tmp_path, 
     """A Slurm site (``benchmarks.bench.slurm_outputs``: scontrol outputs, the mixed lab's
     multifactor priority with its age factor) forecast as ``jufo slurm config`` sets it: each
     job's formula made ready once with its fixed parts evaluated (``Formula.at_times``), the
-    queue's keys made in one loop, gives the output of evaluating the whole formula for every
-    job at every event, byte for byte."""
+    queue's keys made in one loop, a job's key kept once it is past PriorityMaxAge, and the
+    queue frozen into a static order once every job is (``Simulation.freeze``), gives the
+    output of evaluating the whole formula for every job at every event, byte for byte."""
     from click.testing import CliRunner
 
     from benchmarks.bench import slurm_outputs
     from jufo.cli import main
+    from jufo.engine import sorter
+    from jufo.engine.simulation import Simulation
     from jufo.engine.sorter import Formula
 
     slurm_outputs(str(tmp_path), 300, 240, seed)
@@ -387,7 +393,15 @@ def test_a_slurm_sites_age_priority_orders_as_the_whole_formula_would(tmp_path, 
         assert done.exit_code == 0, done.output
         return (tmp_path / name).read_bytes()
 
+    frozen = []
+    freeze = Simulation.freeze
+    monkeypatch.setattr(Simulation, "freeze", lambda self, now: (frozen.append((now, len(self.waiting))),
+                                                               freeze(self, now)))
     ours = forecast("ours.xml")
+    assert frozen and all(now > 0 and waiting > 0 for now, waiting in frozen)  # mid-run, with jobs waiting
     monkeypatch.setattr(Formula, "at_times", lambda self, values: lambda env: self.evaluate({**values, **env}))
+    monkeypatch.setattr(sorter, "_saturation", lambda tree: None)  # no key kept, nothing frozen
+    frozen.clear()
     whole = forecast("whole.xml")
+    assert not frozen
     assert ours == whole and ours.count(b'key="jufo_starttime"') > 100

@@ -85,6 +85,7 @@ class Formula:
         if isinstance(body, ast.UnaryOp) and isinstance(body.op, (ast.USub, ast.UAdd)):
             body, sign = body.operand, (-1.0 if isinstance(body.op, ast.USub) else 1.0)
         self._single = (sign, body.id) if isinstance(body, ast.Name) and body.id not in CALLS else None
+        self.saturation: float | None = None  # the age from which the value no longer changes (``_saturation``)
         if self._single is not None:  # nothing to overflow
             return
         # evaluated in floats: an intermediate value beyond ~1e308 overflows at once instead of
@@ -100,6 +101,7 @@ class Formula:
             result = None
         if isinstance(result, float) and math.isinf(result):
             raise FormulaError("overflows (a value beyond 1e308) even with every name at 1")
+        self.saturation = _saturation(self._tree)
 
     def _check(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPERATORS):
@@ -164,6 +166,48 @@ class Formula:
             except Exception:  # noqa: BLE001 - as in evaluate
                 return math.nan
         return run
+
+
+def _saturation(tree: ast.AST) -> float | None:
+    """The age from which a formula's value stops changing: where every AGE in it stands in a
+    ``min`` with numbers only (Slurm's age factor, ``min(AGE, 604800)``) and NOW nowhere, past
+    the largest of those mins' smallest numbers each ``min`` gives that number (the same
+    float: at a tie ``min`` returns AGE, which equals it), so every operation after it
+    computes what it computed at that age, to the bit. None: no such age (AGE elsewhere, NOW).
+
+    >>> [_saturation(ast.parse(f, mode="eval").body) for f in
+    ...  ("1000.0 * min(AGE, 3600.0) / 3600.0 + x", "min(7.0, AGE, 5.0) + min(AGE, 2.0 * 3.0)", "AGE", "min(AGE, NOW)")]
+    [3600.0, 6.0, None, None]
+    """
+    capped: set[int] = set()  # ids of the AGE names inside such a min
+    ages: list[float] = []
+    for node, _ in _walk(tree):
+        if isinstance(node, ast.Name) and node.id == "NOW":
+            return None
+        if isinstance(node, ast.Call) and node.func.id == "min":
+            names = [arg for arg in node.args if isinstance(arg, ast.Name) and arg.id == "AGE"]
+            numbers = [x for x in map(_number, node.args) if x is not None]
+            if len(names) == 1 and len(numbers) == len(node.args) - 1 >= 1:
+                capped.add(id(names[0]))
+                ages.append(min(numbers))
+    for node, _ in _walk(tree):
+        if isinstance(node, ast.Name) and node.id == "AGE" and id(node) not in capped:
+            return None
+    if not ages or math.isinf(max(ages)):
+        return None
+    return max(ages)
+
+
+def _number(node: ast.AST) -> float | None:
+    """The value of a part of a formula that names nothing (``7 * 86400``, ``-5``), if it
+    is a real number; else None."""
+    if any(isinstance(n, ast.Name) for n, _ in _walk(node)):
+        return None
+    try:
+        value = _partial(node, None)[1]
+    except Exception:  # noqa: BLE001 - it fails (1 / 0): no number
+        return None
+    return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else None
 
 
 def _real(result: Any) -> float:
@@ -295,25 +339,53 @@ class JobSorter:
     """Orders waiting jobs: priority descending, then queue date, then document order.
 
     Static formulas (no AGE/NOW) are evaluated once per job; time-dependent ones at every
-    event time the queue is ordered.
+    event time the queue is ordered, except for jobs past the formula's saturation age
+    (``Formula.saturation``), whose keys no longer change. Once every job is past it
+    (``freeze_time``), a ``frozen`` sorter is static.
     """
 
-    def __init__(self, formula: Formula, epoch: int, report: Report) -> None:
+    def __init__(self, formula: Formula, epoch: int, report: Report, frozen: int | None = None) -> None:
         self.formula = formula
         self.epoch = epoch
         self.report = report
+        self.frozen = frozen  # the time every job's value was read at, once none changes any more
         self._warned: set[str] = set()
         self._at: dict[Job, Callable[[dict[str, float]], float]] = {}  # per job: Formula.at_times
+        self._settled: dict[Job, tuple] = {}  # the keys of jobs past the saturation age
 
     @property
     def static(self) -> bool:
-        return not self.formula.time_dependent
+        return not self.formula.time_dependent or self.frozen is not None
+
+    def freeze_time(self, jobs: Iterable[Job]) -> int | None:
+        """When every one of ``jobs`` will be past the formula's saturation age, so that the
+        queue's order stops changing and may be kept as a static one's (``frozen``); None if
+        the formula has no such age (or is static already).
+
+        >>> sorter = JobSorter(Formula("10 * min(AGE, 3600) + totalcores", []), 0, Report(quiet=True))
+        >>> sorter.freeze_time([Job("a", 0, {}, "Q", queued=-7200), Job("b", 1, {}, "Q", queued=-60)])
+        3540
+        """
+        saturation = self.formula.saturation if self.formula.time_dependent else None
+        queued = [job.queued for job in jobs]
+        if saturation is None or not queued:
+            return None
+        return max(queued) + math.ceil(max(saturation, 0.0))
+
+    def frozen_at(self, now: int) -> JobSorter:
+        """This sorter from ``now`` on, when every job is past the saturation age: static,
+        each job's key read at ``now`` (its value at any later time, to the bit). It shares
+        the warnings already given.  O(1)."""
+        sorter = JobSorter(self.formula, self.epoch, self.report, frozen=now)
+        sorter._warned, sorter._at = self._warned, self._at
+        return sorter
 
     def key(self, job: Job, now: int) -> tuple:
         """Sort key of ``job`` at simulated time ``now`` (seconds from time zero)."""
         if self.static:  # computed once, kept on the job (the waiting queue sorts by it)
             if not job.order_key:
-                job.order_key = (-self.priority(job, now), job.queued, job.index)
+                at = now if self.frozen is None else self.frozen
+                job.order_key = (-self.priority(job, at), job.queued, job.index)
             return job.order_key
         return (-self.priority(job, now), job.queued, job.index)
 
@@ -335,11 +407,20 @@ class JobSorter:
             return [self.key(job, now) for job in jobs]
         at, ready, lowest = self._at, self._ready, self._lowest
         clock = float(self.epoch + now)
+        settled, saturation = self._settled, self.formula.saturation
+        cutoff = -math.inf if saturation is None else now - saturation  # queued by then: past the age
         out = []
         for job in jobs:
+            queued = job.queued
+            if queued <= cutoff and job in settled:
+                out.append(settled[job])
+                continue
             code = at.get(job) or ready(job)
-            value = code({"AGE": float(now - job.queued), "NOW": clock})
-            out.append((-(lowest(job) if value != value else value), job.queued, job.index))  # NaN != NaN
+            value = code({"AGE": float(now - queued), "NOW": clock})
+            key = (-(lowest(job) if value != value else value), queued, job.index)  # NaN != NaN
+            if queued <= cutoff:  # its value stays
+                settled[job] = key
+            out.append(key)
         return out
 
     def _ready(self, job: Job) -> Callable[[dict[str, float]], float]:
