@@ -367,10 +367,10 @@ class JobSorter:
         3540
         """
         saturation = self.formula.saturation if self.formula.time_dependent else None
-        queued = [job.queued for job in jobs]
-        if saturation is None or not queued:
+        latest = None if saturation is None else max((job.queued for job in jobs), default=None)
+        if latest is None:
             return None
-        return max(queued) + math.ceil(max(saturation, 0.0))
+        return latest + math.ceil(max(saturation, 0.0))
 
     def frozen_at(self, now: int) -> JobSorter:
         """This sorter from ``now`` on, when every job is past the saturation age: static,
