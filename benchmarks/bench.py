@@ -12,6 +12,7 @@ import compileall
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -435,15 +436,18 @@ def bench_floor(repeat: int) -> dict:
 
 
 SLURM_CONFIG = os.path.join(ROOT, "tests", "data", "slurm", "mixed", "config.txt")  # a real Slurm 22.05's (the mixed lab)
-SLURM_SITE = {"slurm-site": (3000, 2000), "slurm-site-10k": (10_000, 8000)}  # nodes, jobs
+# nodes, jobs, PriorityMaxAge: the mixed lab's hour (every job is past it within the forecast's
+# first hour, and the order freezes) or Slurm's default of 7 days (the order changes throughout)
+SLURM_SITE = {"slurm-site": (3000, 2000, None), "slurm-site-10k": (10_000, 8000, None),
+              "slurm-site-7d": (3000, 2000, "7-00:00:00"), "slurm-site-10k-7d": (10_000, 8000, "7-00:00:00")}
 
 
-def slurm_outputs(folder: str, nodes: int, jobs: int, seed: int = 1) -> None:
+def slurm_outputs(folder: str, nodes: int, jobs: int, seed: int = 1, max_age: str | None = None) -> None:
     """What ``scontrol show job/node/partition/reservation/config`` print on a Slurm site of
     ``nodes`` 128-core nodes in one exclusive partition, with ``jobs`` jobs (some running on
     contiguous node ranges until 95 % of the nodes are taken, the rest pending): the files
     ``jufo slurm snapshot --from`` reads. The configuration is the mixed lab's (backfill,
-    multifactor priority with an age factor)."""
+    multifactor priority with an age factor; ``max_age``, if given, its PriorityMaxAge)."""
     import shutil
     from datetime import datetime, timedelta
 
@@ -459,6 +463,11 @@ def slurm_outputs(folder: str, nodes: int, jobs: int, seed: int = 1) -> None:
         return f"n{a:0{width}d}" if a == b else f"n[{a:0{width}d}-{b:0{width}d}]"
 
     shutil.copy(SLURM_CONFIG, os.path.join(folder, "config.txt"))
+    if max_age is not None:
+        with open(SLURM_CONFIG) as fh:
+            config = re.sub(r"(?m)^PriorityMaxAge(\s*)= .*$", rf"PriorityMaxAge\1= {max_age}", fh.read())
+        with open(os.path.join(folder, "config.txt"), "w") as fh:
+            fh.write(config)
     lines, busy, free = [], set(), 1
     rest = ("ReqB:S:C:T=0:0:*:* Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 "
             "MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 OverSubscribe=NO Contiguous=0 Licenses=(null) "
@@ -511,9 +520,9 @@ def bench_slurm_site(name: str, repeat: int) -> dict:
     """A Slurm site's forecast from its ``scontrol`` outputs (``slurm_outputs``): ``jufo slurm
     snapshot --from``, then ``jufo predict`` with what ``jufo slurm config`` reads (Slurm's
     backfill plan, multifactor priority with its age factor)."""
-    nodes, jobs = SLURM_SITE[name]
+    nodes, jobs, max_age = SLURM_SITE[name]
     with tempfile.TemporaryDirectory() as tmp:
-        slurm_outputs(tmp, nodes, jobs)
+        slurm_outputs(tmp, nodes, jobs, max_age=max_age)
         snap, site, out = (os.path.join(tmp, n) for n in ("snap.xml", "site.xml", "out.xml"))
         subprocess.run([sys.executable, "-m", "jufo", "slurm", "config", "--from", tmp, "-o", site, "-q"], check=True)
         read, forecast, peak = [], [], 0
