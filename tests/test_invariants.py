@@ -232,6 +232,62 @@ def test_same_as_reference(seed):
             assert again == expected, (full, formula)
 
 
+# time-dependent formulas that rise with age: the queue keeps its request classes (by each
+# job's other values too) and a pass orders only their heads, at its time (``JobSorter.rising``)
+RISING = ("min(AGE, 400) / 4 + 10 * taskspernode * nummachines", "AGE / 6 + 100 * nummachines - 5 * actualruntime",
+          "max(AGE - 300, 0) * 2 + totalcores", "min(AGE, 50) + nummachines")
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60")) // 2))
+def test_an_order_rising_with_age_walks_classes_as_sorting_the_whole_queue_would(seed, monkeypatch):
+    """With a formula that rises with age, sorting only the classes' heads at each pass, and
+    passing over classes as a static order does, gives the starts, resources and flags of
+    sorting the whole queue at every pass and walking it whole. The last formula is frozen
+    mid-run (past 50 s every key stays)."""
+    from jufo.engine import sorter
+
+    raw, _ = random_snapshot(seed)
+    for full in settings_all():
+        for formula in RISING:
+            settings = {**full, "system_sysprio": formula}
+            forecast, out = run(raw, settings)
+            assert forecast.simulation.sorter.formula.rising
+            with monkeypatch.context() as m:
+                m.setattr(sorter, "_rising", lambda tree: False)
+                whole, again = run(raw, settings)
+                assert not whole.simulation.sorter.formula.rising
+            assert out == again, (settings, seed)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_jobs_of_one_request_but_other_values_keep_the_order_of_the_whole_formula(seed, monkeypatch):
+    """Jobs asking for the same may differ in the formula's other values (here ``userprio``):
+    they are in classes of their own, else a class in queue-date order would put an older
+    job of lower priority first."""
+    from jufo.engine import sorter
+
+    rng = random.Random(seed)
+    nodes = {f"n{i}": {"ncores": 2} for i in range(2)}
+    jobs = {f"r{i}": {"state": "Running", "owner": "r", "queue": "q", "wall": rng.randint(5, 60),
+                      "queuedate": format_date(EPOCH - 500, "%m/%d/%y-%H:%M:%S"),
+                      "dispatchdate": format_date(EPOCH, "%m/%d/%y-%H:%M:%S"),
+                      "nummachines": 1, "taskspernode": 2, "nodelist": f"(n{i})"} for i in range(2)}
+    for i in range(12):
+        jobs[f"w{i}"] = {"state": "Idle", "owner": "u", "queue": "q", "wall": rng.choice([10, 30]),
+                         "queuedate": format_date(EPOCH - rng.randint(0, 200), "%m/%d/%y-%H:%M:%S"),
+                         "nummachines": 1, "taskspernode": rng.choice([1, 2]), "userprio": rng.randint(0, 150)}
+    raw = snapshot(jobs, nodes=nodes)
+    for maxtopdogs in ("1", "all"):
+        settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": maxtopdogs, "system_state": "NodeState",
+                    "system_sysprio": "min(AGE, 100) + userprio"}
+        forecast, out = run(raw, settings)
+        assert forecast.simulation.sorter.formula.rising
+        with monkeypatch.context() as m:
+            m.setattr(sorter, "_rising", lambda tree: False)
+            again = run(raw, settings)[1]
+        assert out == again, (settings, seed)
+
+
 @pytest.mark.parametrize("state", ["AttributeState", "NodeState"])
 def test_a_job_passed_over_while_its_group_was_full_gets_the_slot_freed_later_in_the_pass(state):
     """h outranks the top dog t (priority by size) but arrives after t took the one
@@ -401,6 +457,7 @@ def test_a_slurm_sites_age_priority_orders_as_the_whole_formula_would(tmp_path, 
     assert frozen and all(now > 0 and waiting > 0 for now, waiting in frozen)  # mid-run, with jobs waiting
     monkeypatch.setattr(Formula, "at_times", lambda self, values: lambda env: self.evaluate({**values, **env}))
     monkeypatch.setattr(sorter, "_saturation", lambda tree: None)  # no key kept, nothing frozen
+    monkeypatch.setattr(sorter, "_rising", lambda tree: False)  # no request classes: the whole queue sorted
     frozen.clear()
     whole = forecast("whole.xml")
     assert not frozen

@@ -179,6 +179,34 @@ def test_parking_capped_users_changes_no_start(seed, monkeypatch):
     assert parks, "no user was parked"
 
 
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "40")) // 4))
+def test_capped_users_under_a_priority_rising_with_age_start_as_with_the_whole_queue_sorted(seed, monkeypatch):
+    """Slurm's age factor (here with a size factor and jobs that run a share of their wall,
+    as in a learned simulation): the queue keeps its request classes, parks capped users and
+    orders the classes' heads at each pass (``JobSorter.rising``); every start, resource,
+    flag and reason equals sorting the whole queue at every pass and visiting every job."""
+    from jufo.engine import sorter
+
+    raw, caps = capped_queue(seed)
+    parks = []
+    park = sorter.WaitingQueue.park
+    monkeypatch.setattr(sorter.WaitingQueue, "park", lambda self, owner: (parks.append(owner), park(self, owner)))
+
+    def outcome(settings):
+        forecast = run(raw, settings, WeeklyWindows(set(), EPOCH), caps)
+        assert forecast.simulation.sorter.formula.rising == (sorter._rising is rising)
+        return {j.id: (j.start, j.end, str(j.resources), j.topdog, j.backfilled, j.reason) for j in forecast.jobs}
+
+    rising = sorter._rising
+    for full in settings_all():
+        settings = {**full, "system_sysprio": "1000 * min(AGE, 7200) / 7200 + 100 * nummachines * taskspernode"}
+        classed = outcome(settings)
+        with monkeypatch.context() as m:
+            m.setattr(sorter, "_rising", lambda tree: False)
+            assert outcome(settings) == classed, settings
+    assert parks, "no user was parked"
+
+
 def test_slots_cover_the_week():
     seen = {slot_of(EPOCH + h * HOUR) for h in range(168)}
     assert seen == set(range(SLOTS))

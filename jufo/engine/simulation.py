@@ -295,18 +295,19 @@ class Simulation(ABC):
     def candidates(self, now: int, fresh: set[Job] | None) -> Iterable[Job]:
         """The jobs a pass must look at, in priority order.
 
-        With priorities that change over time, all of them (the walk skips jobs not in
-        ``fresh``). With a static order: the arrivals when only jobs arrived; else the queue's
+        With priorities that change over time otherwise than rising with age, all of them (the
+        walk skips jobs not in ``fresh``). With a static order, or one rising with age
+        (``WaitingQueue.classed``): the arrivals when only jobs arrived; else the queue's
         class walk, which passes over a request class once it cannot matter (see ``skip``).
         """
-        if not self.waiting.static or self.state_of:  # size bounds are the machine's: walk all
+        if not self.waiting.classed or self.state_of:  # size bounds are the machine's: walk all
             return self.waiting.ordered(now)
         if fresh is not None:
             return self.waiting.sort(fresh, now)
         small_only = all(self.saturated(group) for group in self.waiting.groups)
-        return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip, small_only)
+        return self.waiting.walk(self.due(now), self.state.size_bound(), self.skip, small_only, now)
 
-    def skip(self, group: Any, shape: tuple, size: int, wall: int, array: str | None, bound: int) -> bool:
+    def skip(self, bound: int, group: Any, shape: tuple, size: int, wall: int, array: str | None, *_: Any) -> bool:
         """A request class can be passed over when its group can take no new reservation and
         none of its jobs can start now: too big for what is free, or a failure covers it; or
         when its jobs are tasks of an array whose throttle is full now (they take no
@@ -331,9 +332,10 @@ class Simulation(ABC):
         return None
 
     def passed_over(self, job: Job, flag: bool) -> bool:
-        """Whether ``job`` starts ahead of a waiting job of higher priority: with a static
-        order asked of the queue itself (a pass may skip jobs), else the walk's own ``flag``."""
-        return self.waiting.ahead(job) if self.waiting.static else flag
+        """Whether ``job`` starts ahead of a waiting job of higher priority: the walk's own
+        ``flag`` (a job it yielded before still waits), and with the classes kept, if not,
+        the queue itself (a pass may skip jobs)."""
+        return flag or (self.waiting.classed and self.waiting.ahead(job, self.state.now))
 
     # -- helpers for the policies --------------------------------------------------------------
     def fit_now(self, job: Job) -> Any | None:
@@ -495,7 +497,7 @@ class Backfilling(Simulation):
                     # at or passed over, gets a look in the next pass, whatever that pass is
                     group = self.group(job)
                     self.recheck = self.recheck or group in refused or (
-                        isinstance(walk, Walk) and walk.passed_over(group, job.order_key))
+                        isinstance(walk, Walk) and walk.passed_over(group, walk.rank(job)))
                     self._start_reserved(job, alloc, now, self.passed_over(job, flag))
                     if isinstance(walk, Walk):
                         walk.reopen()  # a reservation slot is free again

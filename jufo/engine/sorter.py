@@ -86,6 +86,8 @@ class Formula:
             body, sign = body.operand, (-1.0 if isinstance(body.op, ast.USub) else 1.0)
         self._single = (sign, body.id) if isinstance(body, ast.Name) and body.id not in CALLS else None
         self.saturation: float | None = None  # the age from which the value no longer changes (``_saturation``)
+        # time-dependent, but never lower at a greater age (``_rising``): jobs alike in all else keep their order
+        self.rising = self.time_dependent and (self._single is None or sign > 0 or self._single[1] == "NOW")
         if self._single is not None:  # nothing to overflow
             return
         # evaluated in floats: an intermediate value beyond ~1e308 overflows at once instead of
@@ -102,6 +104,7 @@ class Formula:
         if isinstance(result, float) and math.isinf(result):
             raise FormulaError("overflows (a value beyond 1e308) even with every name at 1")
         self.saturation = _saturation(self._tree)
+        self.rising = self.time_dependent and _rising(self._tree)
 
     def _check(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPERATORS):
@@ -196,6 +199,50 @@ def _saturation(tree: ast.AST) -> float | None:
     if not ages or math.isinf(max(ages)):
         return None
     return max(ages)
+
+
+def _rising(node: ast.AST) -> bool:
+    """Whether a formula's value never falls as AGE grows, whatever the other names hold (NOW
+    is one number at any time): built from parts without AGE, AGE itself, sums, a difference
+    whose right part has no AGE, products and quotients by a positive number, and ``min`` and
+    ``max``. Each such float operation is monotone, its rounding too, so two jobs whose other
+    values are the same are ordered by their ages at every time: the older first, and at a
+    tie the older by the queue date anyway. Anything else with AGE in it (a power, ``abs``,
+    ``log``, a negation): False.
+
+    >>> [_rising(ast.parse(f, mode="eval").body) for f in
+    ...  ("1000.0 * min(AGE, 3600.0) / 3600.0 + x / 2.0", "max(AGE - x, NOW) * 2.0", "x * AGE", "-AGE", "AGE ** 2.0")]
+    [True, True, False, False, False]
+    """
+    if _age_free(node) or isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.UAdd) and _rising(node.operand)
+    if isinstance(node, ast.Call):
+        return node.func.id in ("min", "max") and all(_rising(arg) for arg in node.args)
+    if not isinstance(node, ast.BinOp):
+        return False
+    left, right = node.left, node.right
+    if isinstance(node.op, ast.Add):
+        return _rising(left) and _rising(right)
+    if isinstance(node.op, ast.Sub):
+        return _rising(left) and _age_free(right)
+    if isinstance(node.op, ast.Mult):
+        return ((_positive(left) and _rising(right)) or (_positive(right) and _rising(left)))
+    if isinstance(node.op, ast.Div):
+        return _positive(right) and _rising(left)
+    return False
+
+
+def _age_free(node: ast.AST) -> bool:
+    """A part of a formula without AGE."""
+    return not any(isinstance(n, ast.Name) and n.id == "AGE" for n, _ in _walk(node))
+
+
+def _positive(node: ast.AST) -> bool:
+    """A part naming nothing whose value is a positive (finite) number."""
+    value = _number(node)
+    return value is not None and 0 < value < math.inf
 
 
 def _number(node: ast.AST) -> float | None:
@@ -352,10 +399,26 @@ class JobSorter:
         self._warned: set[str] = set()
         self._at: dict[Job, Callable[[dict[str, float]], float]] = {}  # per job: Formula.at_times
         self._settled: dict[Job, tuple] = {}  # the keys of jobs past the saturation age
+        self._constants: dict[Job, tuple] = {}  # per job: its values of the names but AGE and NOW
 
     @property
     def static(self) -> bool:
         return not self.formula.time_dependent or self.frozen is not None
+
+    @property
+    def rising(self) -> bool:
+        """Time-dependent, but never lower at a greater age (``Formula.rising``): jobs with
+        the same ``constants`` are in the order of their queue dates at every time."""
+        return not self.static and self.formula.rising
+
+    def constants(self, job: Job) -> tuple:
+        """The job's values of the formula's names other than AGE and NOW, as a tuple.  O(1)
+        once the job is ready (``_ready``)."""
+        found = self._constants.get(job)
+        if found is None:
+            self._ready(job)
+            found = self._constants[job]
+        return found
 
     def freeze_time(self, jobs: Iterable[Job]) -> int | None:
         """When every one of ``jobs`` will be past the formula's saturation age, so that the
@@ -425,7 +488,9 @@ class JobSorter:
 
     def _ready(self, job: Job) -> Callable[[dict[str, float]], float]:
         """``Formula.at_times`` for ``job``, made once and kept."""
-        code = self._at[job] = self.formula.at_times(self._values(job))
+        values = self._values(job)
+        self._constants[job] = tuple(values.values())
+        code = self._at[job] = self.formula.at_times(values)
         return code
 
     def _lowest(self, job: Job) -> float:
@@ -482,7 +547,11 @@ class WaitingQueue:
     once one of them fails in a pass, ``walk`` passes over the whole class (and every class a
     failure covers) at once, and over an array's tasks at once while its throttle is full.
     The jobs of an owner held at its cap can be parked outside the classes (``park``).
-    With a time-dependent formula the queue is sorted again at each pass and walked whole.
+    With a time-dependent formula that rises with age (``JobSorter.rising``) the classes are
+    kept too, each also by the job's other values in the formula and in queue-date order,
+    which is its priority order at every time: a walk then orders only the classes' heads,
+    at the time of the pass (``rising``). With any other time-dependent formula the queue is
+    sorted again at each pass and walked whole.
     """
 
     def __init__(self, sorter: JobSorter, size: Callable[[Job], int],
@@ -491,9 +560,16 @@ class WaitingQueue:
         self.size = size  # job → the number a free-resource bound is compared with
         self.group = group  # job → its top-dog group
         self.static = sorter.static
-        key = attrgetter("order_key")  # set on add: the static sort key
+        self.rising = sorter.rising
+        self.classed = self.static or self.rising  # kept in request classes, walked by ``walk``
+        # a class's order: the static sort key (set on add), or for a rising formula the queue date
+        key = attrgetter("order_key") if self.static else attrgetter("queued", "index")
         self._key = key
         self._jobs: SortedKeyList | list = SortedKeyList(key=key) if self.static else []
+        self._in: set[Job] = set()  # a rising formula's waiting jobs (``ahead``)
+        self._reserved: dict[Job, None] = {}  # ... those holding a reservation, out of the classes, in turn
+        self._firsts: _Firsts | None = None  # ... the waiting jobs' first at a time (``ahead``)
+        self._ranks: _Ranks | None = None  # ... their sort keys at that time (``rank``)
         self._count = 0  # len(_jobs), without SortedKeyList's Python-level __len__ (asked once per event)
         # unreserved jobs by request class, each a list in priority order: most hold one job,
         # and a list is made and dropped 8x faster than a SortedKeyList
@@ -517,6 +593,8 @@ class WaitingQueue:
 
     def _class(self, job: Job) -> tuple:
         shape, size = job.shape
+        if self.rising:
+            return (self.group(job), shape, size, job.wall, job.array, self.sorter.constants(job))
         return (self.group(job), shape, size, job.wall, job.array)
 
     def add(self, job: Job) -> None:
@@ -524,9 +602,13 @@ class WaitingQueue:
         self._count += 1
         if not self.static:
             self._jobs.append(job)
-            return
-        self.sorter.key(job, 0)  # sets job.order_key
-        self._jobs.add(job)
+            if not self.rising:
+                return
+            self._in.add(job)
+            self._firsts = None
+        else:
+            self.sorter.key(job, 0)  # sets job.order_key
+            self._jobs.add(job)
         parked = self.parked.get(job.owner) if self.parked else None
         if parked is not None:
             parked[job] = None
@@ -577,7 +659,7 @@ class WaitingQueue:
                 if not owned:
                     del self._owned[job.owner]
             bucket = self._classes[cls]
-            i = bisect_left(bucket, job.order_key, key=self._key)
+            i = bisect_left(bucket, self._key(job), key=self._key)
             while bucket[i] is not job:  # equal keys (the index breaks every tie, though)
                 i += 1
             del bucket[i]
@@ -588,18 +670,26 @@ class WaitingQueue:
         """O(log n) (O(n) with a time-dependent formula)."""
         self._jobs.remove(job)
         self._count -= 1
-        if self.static:
+        if self.rising:
+            self._in.discard(job)
+            self._reserved.pop(job, None)
+        if self.classed:
             self._unfile(job)
 
     def reserved(self, job: Job) -> None:
         """``job`` holds a reservation now: walks reach it only when its slot is due."""
-        if self.static:
+        if self.classed:
             self._unfile(job)
+            if self.rising:
+                self._reserved[job] = None
 
     def unreserved(self, job: Job) -> None:
         """``job`` lost its reservation (``replan``): walks reach it as any waiting job again
         (a parked owner's job stays parked).  O(log n)."""
-        if self.static:
+        if self.classed:
+            if self.rising:
+                self._reserved.pop(job, None)
+                self._firsts = None
             if job.owner in self.parked:
                 self.parked[job.owner][job] = None
             else:
@@ -635,6 +725,7 @@ class WaitingQueue:
         jobs = self.parked.pop(owner, None)
         if not jobs:
             return
+        self._firsts = None
         classes: dict[tuple, list[Job]] = {}
         for job, cls in jobs.items():
             cls = self._filed[job] = cls or self._class(job)
@@ -661,10 +752,10 @@ class WaitingQueue:
             self._jobs = _by_keys(self._jobs, self.sorter.keys(self._jobs, now))
         return list(self._jobs)
 
-    def walk(self, due: list[Job], bound: int, skip, small_only: bool) -> Walk:
-        """Static order only: ``due`` (jobs whose reservation starts now) and the unreserved
-        jobs, merged in priority order, passing over each class as long as
-        ``skip(group, shape, size, wall, array, bound)`` says none of its jobs can matter.
+    def walk(self, due: list[Job], bound: int, skip, small_only: bool, now: int = 0) -> Walk:
+        """Classes kept only (``classed``): ``due`` (jobs whose reservation starts now) and the
+        unreserved jobs, merged in priority order at ``now``, passing over each class as long
+        as ``skip(bound, group, shape, size, wall, array, ...)`` says none of its jobs can matter.
         ``small_only``: start from the classes of size ≤ ``bound`` only (no group can take a
         new reservation, so larger ones cannot matter until ``reopen``).
 
@@ -674,13 +765,86 @@ class WaitingQueue:
             # at the start of a pass nothing has failed and these fit the bound: none to skip
             sizes = self._sizes
             classes = [cls for size in sizes[:bisect_right(sizes, bound)] for cls in self._by_size[size]]
-            return Walk(self, due, bound, skip, classes, checked=True)
-        return Walk(self, due, bound, skip, list(self._classes))
+            return Walk(self, due, bound, skip, classes, self.rank(now), checked=True)
+        return Walk(self, due, bound, skip, list(self._classes), self.rank(now))
+
+    def rank(self, now: int) -> Callable[[Job], tuple]:
+        """Each job's sort key at ``now``: the static one, or a rising formula's at that time
+        (``_Ranks``, kept for the time: a pass's walk and ``ahead`` compute each once).  O(1)
+        per job."""
+        if self.static:
+            return self._key
+        ranks = self._ranks
+        if ranks is None or ranks.now != now:
+            ranks = self._ranks = _Ranks(self.sorter, now)
+        return ranks
+
+    def ahead(self, job: Job, now: int = 0) -> bool:
+        """Classes kept only: does a job of higher priority at ``now`` wait?  O(1) with a
+        static order. With a rising formula, first a look at the jobs holding reservations in
+        the order they took them, until one of them is ahead (the first, mostly); if none is,
+        O(classes + jobs out of them) once at a time, then amortised O(log n) (``_Firsts``)."""
+        if self.static:
+            first = self._jobs[0]
+            return first is not job and first.order_key < job.order_key
+        firsts = self._firsts
+        if firsts is None or firsts.now != now:
+            rank = self.rank(now)
+            mine = rank(job)
+            if any(other is not job and rank(other) < mine for other in self._reserved):
+                return True
+            firsts = self._firsts = _Firsts(self, now)
+        return firsts.ahead(job)
+
+
+class _Ranks:
+    """A rising formula's sort keys at one time, each job's computed once; ``fill`` computes
+    many at once (``JobSorter.keys``: one loop, not a call per job)."""
+
+    def __init__(self, sorter: JobSorter, now: int) -> None:
+        self.sorter, self.now = sorter, now
+        self.known: dict[Job, tuple] = {}
+
+    def __call__(self, job: Job) -> tuple:
+        found = self.known.get(job)
+        if found is None:
+            found = self.known[job] = self.sorter.key(job, self.now)
+        return found
+
+    def fill(self, jobs: list[Job]) -> None:
+        """The keys of ``jobs`` (not yet known ones), in one loop.  O(k)."""
+        known = self.known
+        jobs = [job for job in jobs if job not in known]
+        known.update(zip(jobs, self.sorter.keys(jobs, self.now)))
+
+
+class _Firsts:
+    """The first of a rising formula's waiting jobs at one time, while jobs leave: a heap of
+    the classes' heads and of the jobs out of the classes (holding a reservation, parked).
+    A job that left is dropped as it reaches the top, and its class's new head comes in.
+    The queue drops this for a new one when a job comes into a class (``add``, ``unpark``,
+    ``unreserved``), so within its life jobs only leave: the top is the first waiting job."""
+
+    def __init__(self, queue: WaitingQueue, now: int) -> None:
+        self.queue, self.now = queue, now
+        self.rank = rank = queue.rank(now)
+        heads = [(cls, bucket[0]) for cls, bucket in queue._classes.items()]
+        out = [(None, job) for job in queue._reserved]
+        out.extend((None, job) for jobs in queue.parked.values() for job in jobs)
+        heads.extend(out)
+        rank.fill([job for _, job in heads])
+        heap = [(rank(job), cls, job) for cls, job in heads]
+        heapify(heap)  # ranks are unique (the index ends each), so classes are never compared
+        self.heap = heap
 
     def ahead(self, job: Job) -> bool:
-        """Static order only: does a job of higher priority wait?  O(1)."""
-        first = self._jobs[0]
-        return first is not job and first.order_key < job.order_key
+        heap, waiting, classes = self.heap, self.queue._in, self.queue._classes
+        while heap and heap[0][2] not in waiting:
+            _, cls, _ = heappop(heap)
+            bucket = None if cls is None else classes.get(cls)
+            if bucket:
+                heappush(heap, (self.rank(bucket[0]), cls, bucket[0]))
+        return bool(heap) and heap[0][2] is not job and heap[0][0] < self.rank(job)
 
 
 class Walk:
@@ -691,28 +855,26 @@ class Walk:
     """
 
     def __init__(self, queue: WaitingQueue, due: list[Job], bound: int, skip, classes: list[tuple],
-                 checked: bool = False) -> None:
+                 rank: Callable[[Job], tuple], checked: bool = False) -> None:
         self.queue, self.bound, self.skip = queue, bound, skip
-        self.heap: list[tuple] = [(job.order_key, 0, None, job) for job in due]
+        self.rank = rank  # each job's sort key in this pass (``WaitingQueue.rank``)
         self.at: tuple = ()
         buckets = queue._classes
-        if checked:  # the caller knows none of ``classes`` is to be skipped now
-            self.heap.extend((buckets[cls][0].order_key, id(cls), cls, buckets[cls][0]) for cls in classes)
-            self.live: set[tuple] = set(classes)  # classes in the heap
-        else:
-            self.live = set()
-            for cls in classes:
-                self._push(cls, buckets[cls][0])
+        if not checked:  # (else the caller knows none of ``classes`` is to be skipped now)
+            classes = [cls for cls in classes if not skip(bound, *cls)]
+        self.live: set[tuple] = set(classes)  # classes in the heap
+        heads = [buckets[cls][0] for cls in classes]
+        if isinstance(rank, _Ranks):
+            rank.fill(due + heads)
+        self.heap: list[tuple] = [(rank(job), 0, None, job) for job in due]
+        self.heap.extend((rank(job), id(cls), cls, job) for cls, job in zip(classes, heads))
         heapify(self.heap)
 
-    def _push(self, cls: tuple, job: Job, heap: bool = False) -> None:
-        if self.skip(*cls, self.bound):
+    def _push(self, cls: tuple, job: Job) -> None:
+        if self.skip(self.bound, *cls):
             return
         self.live.add(cls)
-        if heap:
-            heappush(self.heap, (job.order_key, id(cls), cls, job))
-        else:
-            self.heap.append((job.order_key, id(cls), cls, job))
+        heappush(self.heap, (self.rank(job), id(cls), cls, job))
 
     def __iter__(self) -> Walk:
         return self
@@ -723,45 +885,48 @@ class Walk:
             key, _, cls, job = heap[0]
             if cls is None:  # a due job
                 heappop(heap)
-            elif self.skip(*cls, self.bound):
+            elif self.skip(self.bound, *cls):
                 heappop(heap)
                 self.live.discard(cls)
                 continue
             else:
-                self._advance(cls, key)
+                self._advance(cls, job)
                 if job not in filed:  # parked since it was pushed
                     continue
             self.at = key
             return job
         raise StopIteration
 
-    def _advance(self, cls: tuple, key: tuple) -> None:
-        """Move class ``cls``'s place in the heap (at its top, at ``key``) to its next job."""
-        nxt = self._after(cls, key)
+    def _advance(self, cls: tuple, job: Job) -> None:
+        """Move class ``cls``'s place in the heap (at its top, at ``job``) to its next job."""
+        nxt = self._after(cls, self.queue._key(job), self.queue._key)
         if nxt is None:
             heappop(self.heap)
             self.live.discard(cls)
         else:
-            heapreplace(self.heap, (nxt.order_key, id(cls), cls, nxt))
+            heapreplace(self.heap, (self.rank(nxt), id(cls), cls, nxt))
 
-    def _after(self, cls: tuple, key: tuple) -> Job | None:
+    def _after(self, cls: tuple, key: tuple, by: Callable[[Job], tuple]) -> Job | None:
+        """The first job of class ``cls`` after ``key`` by ``by``: the class's own order, or
+        the rank (a class is in rank order too)."""
         bucket = self.queue._classes.get(cls)
         if bucket is None:
             return None
-        i = bisect_right(bucket, key, key=self.queue._key)
+        i = bisect_right(bucket, key, key=by)
         return bucket[i] if i < len(bucket) else None
 
     def passed_over(self, group: Any, key: tuple) -> bool:
         """Is a job of ``group`` ahead of ``key`` in a class this walk has passed over (skipped,
         or left out as larger than what is free)? It was refused a reservation as surely as a
         job looked at and refused.  O(classes); asked only when a top dog starts."""
-        return any(cls[0] == group and cls not in self.live and bucket[0].order_key < key
+        rank = self.rank
+        return any(cls[0] == group and cls not in self.live and rank(bucket[0]) < key
                    for cls, bucket in self.queue._classes.items())
 
     def reopen(self) -> None:
         """Bring back every class not in the walk, from the current position on.  O(classes)."""
         for cls in list(self.queue._classes):
             if cls not in self.live:
-                nxt = self._after(cls, self.at)
+                nxt = self._after(cls, self.at, self.rank)
                 if nxt is not None:
-                    self._push(cls, nxt, heap=True)
+                    self._push(cls, nxt)
