@@ -238,7 +238,7 @@ RISING = ("min(AGE, 400) / 4 + 10 * taskspernode * nummachines", "AGE / 6 + 100 
           "max(AGE - 300, 0) * 2 + totalcores", "min(AGE, 50) + nummachines")
 
 
-@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60")) // 2))
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60")) // 4))
 def test_an_order_rising_with_age_walks_classes_as_sorting_the_whole_queue_would(seed, monkeypatch):
     """With a formula that rises with age, sorting only the classes' heads at each pass, and
     passing over classes as a static order does, gives the starts, resources and flags of
