@@ -752,7 +752,7 @@ class WaitingQueue:
             self._jobs = _by_keys(self._jobs, self.sorter.keys(self._jobs, now))
         return list(self._jobs)
 
-    def walk(self, due: list[Job], bound: int, skip, small_only: bool, now: int = 0) -> Walk:
+    def walk(self, due: list[Job], bound: int, skip, small_only: bool, now: int) -> Walk:
         """Classes kept only (``classed``): ``due`` (jobs whose reservation starts now) and the
         unreserved jobs, merged in priority order at ``now``, passing over each class as long
         as ``skip(bound, group, shape, size, wall, array, ...)`` says none of its jobs can matter.
@@ -779,7 +779,7 @@ class WaitingQueue:
             ranks = self._ranks = _Ranks(self.sorter, now)
         return ranks
 
-    def ahead(self, job: Job, now: int = 0) -> bool:
+    def ahead(self, job: Job, now: int) -> bool:
         """Classes kept only: does a job of higher priority at ``now`` wait?  O(1) with a
         static order. With a rising formula, first a look at the jobs holding reservations in
         the order they took them, until one of them is ahead (the first, mostly); if none is,
@@ -828,12 +828,11 @@ class _Firsts:
     def __init__(self, queue: WaitingQueue, now: int) -> None:
         self.queue, self.now = queue, now
         self.rank = rank = queue.rank(now)
-        heads = [(cls, bucket[0]) for cls, bucket in queue._classes.items()]
-        out = [(None, job) for job in queue._reserved]
-        out.extend((None, job) for jobs in queue.parked.values() for job in jobs)
-        heads.extend(out)
-        rank.fill([job for _, job in heads])
-        heap = [(rank(job), cls, job) for cls, job in heads]
+        firsts = [(cls, bucket[0]) for cls, bucket in queue._classes.items()]  # and those out of the classes:
+        firsts.extend((None, job) for job in queue._reserved)
+        firsts.extend((None, job) for jobs in queue.parked.values() for job in jobs)
+        rank.fill([job for _, job in firsts])
+        heap = [(rank(job), cls, job) for cls, job in firsts]
         heapify(heap)  # ranks are unique (the index ends each), so classes are never compared
         self.heap = heap
 
