@@ -28,6 +28,7 @@ import json
 import os
 import pwd
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -76,6 +77,7 @@ class Lab:
     debug: bool = False  # log every backfill pass (DebugFlags=Backfill,BackfillMap)
     user_limit: int = 0  # the normal QOS's MaxJobsPerUser (0: none), as sites limit running jobs
     user_cpus: int = 0  # the normal QOS's MaxTRESPerUser=cpu (0: none), as sites limit the cores a user holds
+    bf_extra: str = ""  # more SchedulerParameters (bf_max_job_user=4,...), as sites limit their backfill
 
     @property
     def munge_socket(self) -> Path:
@@ -131,7 +133,8 @@ def slurm_conf(lab: Lab) -> str:
         "ReturnToService=2",
         "SlurmdParameters=config_overrides",
         f"SchedulerType=sched/{lab.scheduler}",
-        f"SchedulerParameters=bf_interval={lab.bf_interval},bf_resolution=60,bf_window=1440,bf_continue",
+        f"SchedulerParameters=bf_interval={lab.bf_interval},bf_resolution=60,bf_window=1440,bf_continue"
+        + (f",{lab.bf_extra}" if lab.bf_extra else ""),
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
         f"PriorityType=priority/{'multifactor' if lab.priority == 'fairshare' else lab.priority}",
@@ -557,7 +560,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--user-cpus", type=int, default=0,
                    help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
                         "and no job asks more (needs --accounting)")
+    p.add_argument("--bf", default="", metavar="PARAMS",
+                   help="more SchedulerParameters, e.g. bf_max_job_user=4,bf_min_age_reserve=120")
     args = p.parse_args(argv)
+    if not re.fullmatch(r"(bf_[a-z_]+=\d+)?(,bf_[a-z_]+=\d+)*", args.bf):
+        raise SystemExit(f"slurmlab: --bf {args.bf!r}: not a comma list of bf_NAME=NUMBER")
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
         return
@@ -574,7 +581,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.install:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
-              ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus)
+              ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
+              bf_extra=args.bf)
     try:
         env = start(lab)
         if args.action == "start":

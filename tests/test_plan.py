@@ -242,3 +242,86 @@ def test_slurms_plan_leaves_jobs_submitted_later_to_the_simulation(tmp_path):
     later = ["5", "6", "7", "8"]  # submitted after the snapshot's time (30 s)
     assert [starts["slurm"][s] for s in later] == [starts["simulate"][s] for s in later]
     assert all(starts["slurm"][s] for s in ("3", "4"))
+
+
+def _limited_pass(extra: dict, young: bool = False, idle: int = 0) -> dict[str, int | None]:
+    """Four one-core nodes, two running jobs (until +100 s and +300 s) and four waiting ones:
+    u1's j1 (4 nodes) and j2 (3 nodes), u2's j3 (2 nodes), each 10 minutes, and u3's short j4;
+    each job's start under ``plan=slurm`` with the pass limits ``extra`` (``idle``: more nodes,
+    free now)."""
+    from conftest import running, waiting, snapshot
+    from jufo.engine.prediction import simulate
+    from jufo.engine.snapshot import prepare
+    from jufo.io.errors import Report
+
+    nodes = {f"n{i}": {"ncores": 1} for i in range(1, 5 + idle)}
+    jobs = {"a": running(1, 100, nodes=2, nodelist="(n1,1)(n2,1)"),
+            "b": running(1, 300, wall=400, nodes=2, nodelist="(n3,1)(n4,1)"),
+            "j1": waiting(1, 600, nodes=4, owner="u1", userprio=30,
+                          queuedate="01/10/12-11:59:30" if young else "01/10/12-11:00:00"),
+            "j2": waiting(1, 600, nodes=3, owner="u1", userprio=20),
+            "j3": waiting(1, 600, nodes=2, owner="u2", userprio=10),
+            "j4": waiting(1, 60, nodes=1, owner="u3", userprio=5)}
+    snap, config = prepare(lml.parse(snapshot(jobs, nodes, {"plan": "slurm", "resolution": 60, "maxtopdogs": "all",
+                                                             **extra})), Report(quiet=True))
+    simulate(snap, config, Report(quiet=True))
+    return {job.id: job.start for job in snap.jobs if not job.running}
+
+
+def test_bf_max_job_user_leaves_a_users_further_jobs_unplanned_and_holding_nothing():
+    """With ``bf_max_job_user=1`` Slurm's pass skips u1's j2 (``_job_exceeds_max_bf_param``):
+    j2 reserves nothing, so u2's j3 is planned where j2 would have held its nodes (900 s
+    instead of 1,500 s); j2 keeps the simulation's forecast."""
+    free = _limited_pass({})
+    assert free == {"j1": 300, "j2": 900, "j3": 1500, "j4": 100}
+    assert _limited_pass({"plan_max_job_user": 1}) == {**free, "j3": 900}
+    assert _limited_pass({"plan_max_job_user_part": 1}) == {**free, "j3": 900}
+    # two jobs per partition: j3 and j4 are not tested, and keep the simulation's forecasts
+    assert _limited_pass({"plan_max_job_part": 2}) == _limited_pass({"plan": "simulate"}) == free
+
+
+def test_bf_min_age_reserve_tests_a_young_job_for_a_start_now_only():
+    """j1, pending 30 s, is younger than ``bf_min_age_reserve=120``: it cannot start now, so
+    the pass gives it no plan and no reservation, and j2 and j3 are planned on the nodes it
+    would have held (300 s and 900 s instead of 900 s and 1,500 s)."""
+    assert _limited_pass({}, young=True) == {"j1": 300, "j2": 900, "j3": 1500, "j4": 100}
+    assert _limited_pass({"plan_min_age_reserve": 120}, young=True) == {"j1": 300, "j2": 300, "j3": 900, "j4": 100}
+    assert _limited_pass({"plan_min_age_reserve": 20}, young=True) == _limited_pass({}, young=True)
+
+
+def test_which_jobs_the_pass_tests_for_now_only_and_where_it_stops(monkeypatch):
+    """The pass's calls of the select test, in order: below ``bf_min_prio_reserve`` a job is
+    tested for now only; after ``bf_job_part_count_reserve`` reservations in its partition
+    too; ``bf_max_job_start`` ends the pass once that many jobs started."""
+    calls: list[tuple[int, bool]] = []
+    place = Plan.place
+
+    def spy(self, req, partition, not_before=0, now_only=False):
+        calls.append((req.nodes, now_only))
+        return place(self, req, partition, not_before, now_only)
+
+    monkeypatch.setattr(Plan, "place", spy)
+    _limited_pass({"plan_min_prio_reserve": 15})
+    assert calls == [(4, False), (3, False), (2, True), (1, True)]
+    calls.clear()
+    _limited_pass({"plan_part_count_reserve": 2})
+    assert calls == [(4, False), (3, False), (2, True), (1, True)]
+    calls.clear()
+    _limited_pass({"plan_max_job_start": 1})  # nothing starts now: every job is tested
+    assert len(calls) == 4
+    calls.clear()
+    assert _limited_pass({"plan_max_job_start": 1}, idle=1)["j4"] == 0  # on a fifth node, the last tested
+    assert len(calls) == 4
+    calls.clear()
+    _limited_pass({"plan_max_job_start": 1}, idle=4)  # j1 starts now: the pass ends there
+    assert calls == [(4, False)]
+
+
+def test_a_job_tested_for_now_only_starts_if_it_fits_and_else_holds_nothing():
+    """Slurm's ``TEST_NOW_ONLY``: the will-run test at the pass's time only."""
+    p = plan(2, running=[(100, {0: 1})])
+    assert p.place(whole(2, 600), 0b11, now_only=True) is None
+    assert len(p.space.begins) == 1  # no hold
+    got = p.place(whole(1, 600), 0b11, now_only=True)
+    assert got.start == 0 and not got.held
+    assert p.place(whole(1, 60), 0b11, now_only=True) is None  # the node it took is busy now

@@ -161,13 +161,23 @@ def test_builtin_linear_and_the_default_test_depth():
     assert settings["maxtopdogs"] == "500"
 
 
-def test_backfill_limits_jufo_does_not_model_get_a_note_each():
-    params = "bf_continue,bf_max_job_user=50,bf_max_job_part=0,bf_min_prio_reserve=1000,bf_busy_nodes,bf_licenses"
+def test_backfill_limits_become_plan_keys_and_the_rest_get_a_note_each():
+    params = ("bf_continue,bf_max_job_user=50,bf_max_job_part=0,bf_min_prio_reserve=1000,bf_busy_nodes,bf_licenses,"
+              "bf_min_age_reserve=600,bf_max_job_start=20,bf_job_part_count_reserve=5,bf_max_job_user_part=7,"
+              "bf_max_job_assoc=9")
     settings, _, notes = scontrol.site_settings(config(SchedulerParameters=params), PARTS)
     assert settings["maxtopdogs"] == "500"
+    assert {k: v for k, v in settings.items() if k.startswith("plan_") and k != "plan_window"} == {
+        "plan_max_job_user": "50", "plan_min_prio_reserve": "1000", "plan_min_age_reserve": "600",
+        "plan_max_job_start": "20", "plan_part_count_reserve": "5", "plan_max_job_user_part": "7"}
     said = [n.split(":")[0] for n in notes]
-    assert "bf_max_job_user=50" in said and "bf_min_prio_reserve=1000" in said and "bf_licenses" in said
+    assert "bf_licenses" in said and "bf_max_job_assoc=9" in said
+    assert any(n.startswith("bf_max_job_user=50, bf_max_job_user_part=7, bf_max_job_start=20, "
+                            "bf_min_prio_reserve=1000, bf_min_age_reserve=600, bf_job_part_count_reserve=5: "
+                            "Slurm's own estimate") for n in notes)
     assert not any(n.startswith(("bf_max_job_part", "bf_busy_nodes")) for n in notes)  # 0 is no limit; placement only
+    with pytest.raises(scontrol.InputError, match="bf_max_job_user=many"):
+        scontrol.site_settings(config(SchedulerParameters="bf_max_job_user=many"), PARTS)
 
 
 def test_preemption_gets_a_note_and_its_absence_none():

@@ -7,7 +7,7 @@ SystemState (NodeState, AttributeState) and builds the JobSorter from the priori
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 
 from ..io.dates import parse_date
 from ..io.errors import InputError, Report
@@ -42,6 +42,17 @@ OPTIONAL: dict[str, str] = {
     "plan_window": "seconds ahead that plan=slurm reserves for (Slurm's bf_window; default one day)",
     "plan_time": "when the batch system last planned (Slurm's last backfill pass, sdiag's 'Last cycle when'): "
                  "plan=slurm plans as of then, or as of the last change the snapshot shows if that is later",
+    "plan_max_job_user": "plan=slurm tests at most this many jobs of one user in its pass (Slurm's bf_max_job_user)",
+    "plan_max_job_part": "plan=slurm tests at most this many jobs of one partition (Slurm's bf_max_job_part)",
+    "plan_max_job_user_part": "plan=slurm tests at most this many jobs of one user in one partition "
+                              "(Slurm's bf_max_job_user_part)",
+    "plan_max_job_start": "plan=slurm stops its pass once it has started this many jobs (Slurm's bf_max_job_start)",
+    "plan_min_prio_reserve": "plan=slurm reserves for no job of a lower priority: such a job starts only where it "
+                             "fits at once (Slurm's bf_min_prio_reserve)",
+    "plan_min_age_reserve": "seconds: plan=slurm reserves for no job pending less than this long (Slurm's "
+                            "bf_min_age_reserve)",
+    "plan_part_count_reserve": "plan=slurm reserves for at most this many jobs of one partition "
+                               "(Slurm's bf_job_part_count_reserve)",
     "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
                   "no other job's reservation begins before the first step of this grid after its end",
 }
@@ -80,6 +91,23 @@ def check_keys(settings: dict[str, str], source: str) -> None:
             raise InputError(source, key, value, f"unknown scheduler key; {hint}")
 
 
+@dataclass(frozen=True)
+class PlanLimits:
+    """Limits of Slurm's backfill pass on which jobs it tests and reserves for (its
+    SchedulerParameters; 0: none), as ``plan=slurm`` applies them (``plan.plan_pending``)."""
+
+    max_job_user: int = 0  # jobs tested per user (bf_max_job_user)
+    max_job_part: int = 0  # per partition (bf_max_job_part)
+    max_job_user_part: int = 0  # per user and partition (bf_max_job_user_part)
+    max_job_start: int = 0  # jobs started before the pass stops (bf_max_job_start)
+    min_prio_reserve: int = 0  # no reservation below this priority (bf_min_prio_reserve)
+    min_age_reserve: int = 0  # no reservation for a job pending fewer seconds (bf_min_age_reserve)
+    part_count_reserve: int = 0  # reservations per partition (bf_job_part_count_reserve)
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+
 @dataclass
 class Configuration:
     """The scheduler settings of one run, checked."""
@@ -97,6 +125,7 @@ class Configuration:
     plan: str = "simulate"  # the walltime-only forecast: the simulation, or Slurm's backfill plan
     plan_window: int = 86400  # seconds: how far plan=slurm reserves (bf_window)
     plan_time: int | None = None  # epoch second of the batch system's last plan, if known
+    plan_limits: PlanLimits = field(default_factory=PlanLimits)  # what Slurm's pass tests and reserves
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -152,6 +181,8 @@ class Configuration:
                 plan_time = parse_date(merged["plan_time"])[0]
             except ValueError as err:
                 report.error(label, "plan_time", merged["plan_time"], str(err))
+        limits = PlanLimits(**{f.name: _count(merged, f"plan_{f.name}", label, report) or 0
+                               for f in fields(PlanLimits) if f"plan_{f.name}" in merged})
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -166,7 +197,7 @@ class Configuration:
         given = merged.get("exclusive_queues", "").strip()
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
-                   exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time)
+                   exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time, limits)
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

@@ -31,12 +31,13 @@ planned, to the second. Times are seconds from the snapshot; ``epoch`` aligns gr
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import dependency
-from .configuration import YES_NO, Configuration
+from .configuration import YES_NO, Configuration, PlanLimits
 from ..io.dates import floor_to, parse_date
 from .job import WAITING, WAITING_STATES, Job
 from .ranges import NodeCores, lowest
@@ -438,15 +439,19 @@ class Plan:
             self.space.hold(self.space.begins[0], floor_to(job.end, self.resolution, self.offset), job.mask,
                             self.resolution)
 
-    def place(self, req: Request, partition: int, not_before: int = 0) -> Planned | None:
+    def place(self, req: Request, partition: int, not_before: int = 0, now_only: bool = False) -> Planned | None:
         """Plan one job (in priority order); None if Slurm's pass finds it no start within its
-        window. A job that fits now is started: later jobs see it running."""
+        window. A job that fits now is started: later jobs see it running. ``now_only``: the
+        job may only start now and gets no reservation (Slurm's ``TEST_NOW_ONLY``): None unless
+        it fits now."""
         base = partition & self.up
         now = self.now
         start_res = max(now, not_before)
         for _ in range(2 * len(self.space.begins) + 16):  # each retry moves start_res to a later record
             taken, moved, overlap = self._reserved(start_res, req.wall, base)
             start_res = moved
+            if now_only and start_res > now:
+                return None
             end_time = start_res + req.wall
             avail, later = self.space.scan(base & ~taken, start_res, end_time)
             if overlap:
@@ -455,11 +460,13 @@ class Plan:
                     later = resv_end + 1
             found = self.will_run(req, avail) if avail.bit_count() >= req.nodes else None
             if found is None:
-                if later:
+                if later and not now_only:
                     start_res = later
                     continue
                 return None
             start, cores = max(found[0], start_res), found[1]
+            if now_only and start > now:
+                return None
             nodes = 0
             for n in cores:
                 nodes |= 1 << n
@@ -495,9 +502,12 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
 
     Jobs Slurm does not test keep the simulation's forecast: those waiting for a dependency,
     past an array's throttle or behind its first waiting task, held by a per-user limit, bound
-    to a reservation, components of a heterogeneous job, and those beyond ``bf_max_job_test``
-    (``maxtopdogs``); a dependency's later planned end moves them on.
-    O(jobs × retries × (records + will-run batches × runs))."""
+    to a reservation, components of a heterogeneous job, those beyond ``bf_max_job_test``
+    (``maxtopdogs``) or beyond the pass's limits per user and partition, and all after it has
+    started ``bf_max_job_start`` jobs (``config.plan_limits``); a dependency's later planned end
+    moves them on. Jobs Slurm reserves nothing for (below ``bf_min_prio_reserve``, younger than
+    ``bf_min_age_reserve``, past ``bf_job_part_count_reserve``) start if they fit now, else keep
+    it too. O(jobs × retries × (records + will-run batches × runs))."""
     if now is None:
         now = last_change(snap.jobs, snap.epoch)
         if config.plan_time is not None and config.plan_time <= snap.epoch:
@@ -508,24 +518,35 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
     for job in snap.jobs:
         if job.running and job.array is not None:
             running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
-    planned = 0
+    planned = started = 0
     rejected: dict[str, int] = {}  # arrays whose first task waits: Slurm tests no other task of them
+    limits = config.plan_limits
+    counted: Counter[tuple[str, ...]] = Counter()  # jobs tested per user, partition, user and partition
+    reserved: Counter[str] = Counter()  # reservations made per partition
     for job in _tested(snap, sim, now):
-        if planned >= sim.policy.maxtopdogs:
+        if planned >= sim.policy.maxtopdogs or (limits.max_job_start and started >= limits.max_job_start):
             break
         if job.array is not None and (job.array in rejected or running_tasks.get(job.array, 0)
                                       >= snap.throttles.get(job.array, FOREVER)):
             if job.array in rejected and job.start is not None and job.start < rejected[job.array]:
                 _move(job, rejected[job.array])
             continue
+        if limits and _beyond_limits(job, limits, counted):  # (_job_exceeds_max_bf_param: counts to the depth)
+            planned += 1
+            continue
         whole = _whole(job, config)
         partition = machine.for_job(job, 1 if whole else None)
         req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
                       job.wall)
-        result = plan.place(req, partition, max(0, job.arrival))
+        now_only = bool(limits) and _no_reservation(job, limits, sim, now, reserved)
+        result = plan.place(req, partition, max(0, job.arrival), now_only)
         planned += 1
-        if result is None:  # none within the window: the simulation's forecast stands
+        if result is None:  # none within the window (or not now): the simulation's forecast stands
             continue
+        if result.start <= plan.now:
+            started += 1
+        elif result.held:
+            reserved[job.queue] += 1
         if job.array is not None:
             if result.start <= plan.now:
                 running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
@@ -539,6 +560,39 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         job.reason, job.topdog, job.backfilled = None, result.held, False
     _after_dependencies(sim.dependencies)
     return planned
+
+
+def _beyond_limits(job: Job, limits: PlanLimits, counted: Counter[tuple[str, ...]]) -> bool:
+    """Has the pass tested as many jobs of this job's user, partition, or user in partition
+    as its limits allow (``_job_exceeds_max_bf_param``)? If not, the job counts against them.
+
+    >>> from types import SimpleNamespace as J
+    >>> limits, counted = PlanLimits(max_job_user=2), Counter()
+    >>> [_beyond_limits(J(owner=u, queue="batch"), limits, counted) for u in "aabaa"]
+    [False, False, False, True, True]
+    """
+    keys = []
+    for limit, key in ((limits.max_job_user_part, ("user-part", job.owner, job.queue)),
+                       (limits.max_job_part, ("part", job.queue)), (limits.max_job_user, ("user", job.owner))):
+        if limit:
+            if counted[key] >= limit:
+                return True
+            keys.append(key)
+    for key in keys:
+        counted[key] += 1
+    return False
+
+
+def _no_reservation(job: Job, limits: PlanLimits, sim: Simulation, now: int, reserved: Counter[str]) -> bool:
+    """Does Slurm's pass test this job for a start now only, reserving nothing for it: a
+    priority below ``bf_min_prio_reserve``, pending less than ``bf_min_age_reserve`` (since its
+    submission: Slurm counts from eligibility), or its partition's ``bf_job_part_count_reserve``
+    reservations made?"""
+    if limits.min_prio_reserve and _priority(job, sim) < limits.min_prio_reserve:
+        return True
+    if limits.min_age_reserve and now - job.queued < limits.min_age_reserve:
+        return True
+    return bool(limits.part_count_reserve) and reserved[job.queue] >= limits.part_count_reserve
 
 
 def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) -> int | None:

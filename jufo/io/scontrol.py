@@ -424,21 +424,25 @@ _SELECTS = ("select/cons_tres", "select/cons_res", "select/linear")
 # each one set (not 0, which means no limit) gets a note, so that an admin knows where Slurm's
 # estimates and jufo's may part
 UNMODELLED_PARAMETERS = {
-    "bf_max_job_user": "Slurm plans at most this many jobs per user in a pass; jufo plans every job",
-    "bf_max_job_part": "Slurm plans at most this many jobs per partition in a pass; jufo plans every job",
-    "bf_max_job_user_part": "Slurm plans at most this many jobs per user and partition; jufo plans every job",
     "bf_max_job_assoc": "Slurm plans at most this many jobs per association; jufo plans every job",
-    "bf_max_job_start": "Slurm starts at most this many jobs in a pass; jufo starts every job that fits",
-    "bf_min_prio_reserve": "Slurm reserves nothing for jobs below this priority (they only start where they fit "
-                           "at once); jufo reserves for every job it tests",
-    "bf_min_age_reserve": "Slurm reserves nothing for jobs pending less than this long; jufo reserves for every "
-                          "job it tests",
-    "bf_job_part_count_reserve": "Slurm reserves for only the first jobs of each partition; jufo reserves for "
-                                 "every job it tests",
     "bf_one_resv_per_job": "Slurm keeps one reservation per job over all its partitions; jufo plans a job in "
                            "its first partition",
     "bf_licenses": "licenses are not modelled",
     "bf_max_time": "a pass that runs out of time stops early in Slurm; jufo plans every job",
+}
+
+
+# SchedulerParameters that limit what Slurm's backfill tests and reserves for, and the keys that
+# carry them to plan=slurm (the walltime-only forecast, Slurm's own estimate); the simulation of
+# what happens next (the forecast with a history) does not hold to them
+PASS_LIMITS = {
+    "bf_max_job_user": "plan_max_job_user",
+    "bf_max_job_part": "plan_max_job_part",
+    "bf_max_job_user_part": "plan_max_job_user_part",
+    "bf_max_job_start": "plan_max_job_start",
+    "bf_min_prio_reserve": "plan_min_prio_reserve",
+    "bf_min_age_reserve": "plan_min_age_reserve",
+    "bf_job_part_count_reserve": "plan_part_count_reserve",
 }
 
 
@@ -494,6 +498,19 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         settings["resolution"] = resolution
         if "bf_continue" not in params:
             notes.append("bf_continue unset: a long backfill pass may stop early in Slurm; jufo plans every job")
+        limited = []
+        for key, setting in PASS_LIMITS.items():
+            raw = params.get(key, "0")
+            if not raw.isdigit():
+                raise InputError(config_name, "SchedulerParameters", f"{key}={raw}", "not a whole number ≥ 0")
+            if int(raw):  # 0: no limit
+                settings[setting] = str(int(raw))
+                limited.append(f"{key}={int(raw)}")
+        if limited:
+            notes.append(f"{', '.join(limited)}: Slurm's own estimate (the walltime-only forecast) holds to "
+                         "them; a job the pass skips or tests for a start now only keeps the simulation's "
+                         "forecast where Slurm keeps an older estimate; the forecast with a history does not "
+                         "hold to them")
         for key in sorted(params):
             if key in UNMODELLED_PARAMETERS and params[key] != "0":  # 0: no limit
                 shown = f"{key}={params[key]}" if params[key] else key
