@@ -607,8 +607,16 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
             fh.write(f"{os.getpid()} caps\n")
         return caps(*args, **kwargs)
 
+    windows = outlook.learn_windows
+
+    def recorded_windows(*args, **kwargs):
+        with open(ran, "a") as fh:
+            fh.write(f"{os.getpid()} windows\n")
+        return windows(*args, **kwargs)
+
     monkeypatch.setattr(outlook, "simulate", recorded)
     monkeypatch.setattr(outlook, "learn_user_caps", recorded_caps)
+    monkeypatch.setattr(outlook, "learn_windows", recorded_windows)
     two, out2, db2 = predict_on_copy(tmp_path, src, master, "two", "-P", "2")
     assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
     assert out1 == out2 and one.stderr == two.stderr and history_rows(db1) == history_rows(db2)
@@ -616,11 +624,11 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
     assert b'with learned windows and user caps' in out1  # caps were learned, and are in the output
     runs = dict(line.split()[::-1] for line in ran.read_text().splitlines())
     assert int(runs["learned"]) == os.getpid() != int(runs["walltime"])  # the walltime one ran aside
-    assert int(runs["caps"]) == int(runs["walltime"])  # and so were the user caps learned
+    assert int(runs["caps"]) == int(runs["windows"]) == int(runs["walltime"])  # and so were caps and windows
 
 
 @two_cores
-@pytest.mark.parametrize("fails", ["simulate", "learn_user_caps"])
+@pytest.mark.parametrize("fails", ["simulate", "learn_user_caps", "learn_windows"])
 def test_what_a_failed_child_process_did_is_done_again_here_with_the_same_output(tmp_path, monkeypatch, fails):
     from jufo.learn import outlook
 

@@ -65,21 +65,31 @@ def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
     return learn_user_caps(records, snap.epoch, snap.machine.total_cores)
 
 
+Habits = tuple[dict[str, int], set[tuple[int, int]]]  # user caps, closed (wall class, slot) pairs
+
+
+def habits_at(records: list[JobRecord], snap: Snapshot) -> Habits:
+    """The user caps and the closed start windows ``records`` teach at the snapshot: the
+    costliest things learned, and learned from the records alone, so another process may
+    learn them (``Aside``)."""
+    return user_caps_at(records, snap), learn_windows(records, snap.epoch)
+
+
 def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord],
-          caps_aside: Callable[[], dict[str, int] | None] | None = None) -> Learned:
+          habits_aside: Callable[[], Habits | None] | None = None) -> Learned:
     """Learn run times, habits and the calibration from what was known at the snapshot
-    (``records``: the source's records then). ``caps_aside``, if given,
-    gives the user caps another process learned from the same records (None: learn them
-    here); they are the costliest habit, so they are asked for last."""
+    (``records``: the source's records then). ``habits_aside``, if given, gives the user caps
+    and start windows another process learned from the same records (None: learn them here);
+    they are asked for last, after the run times and the calibration learned here."""
     now = snap.epoch
     predictor, overruns = RuntimePredictor.learning(in_end_order(records))
-    windows = WeeklyWindows(learn_windows(records, now), now)
     cancels = CancelOdds(records, now)
     calibration = Calibration(source.scored(now), coverage)
-    caps = caps_aside() if caps_aside is not None else None
-    if caps is None:
-        caps = user_caps_at(records, snap)
-    return Learned(predictor, windows, caps, calibration, reach(overruns, coverage), cancels)
+    habits = habits_aside() if habits_aside is not None else None
+    if habits is None:
+        habits = habits_at(records, snap)
+    caps, closed = habits
+    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels)
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
@@ -130,9 +140,9 @@ class Outlook:
 def outlook(snap: Snapshot, config: Configuration, report: Report, source: HistorySource,
             coverage: float = DEFAULT_COVERAGE, progress: Callable | None = None, processes: int = 1) -> Outlook:
     """Both simulations of ``snap`` and the calibrated ranges. With ``processes`` ≥ 2 (and
-    ``fork``), a child process learns the user caps from the records read here and then runs
-    the walltime-only simulation, while this one learns the rest and runs the learned
-    simulation: the same forecast, sooner on two cores."""
+    ``fork``), a child process learns the user caps and start windows from the records read
+    here and then runs the walltime-only simulation, while this one learns the rest and runs
+    the learned simulation: the same forecast, sooner on two cores."""
     def walltime_here() -> dict[str, int | None]:
         return wall_starts(simulate(snap.fresh(), config, report, progress))
 
@@ -146,7 +156,7 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
     try:
         if child is None:
             walls = walltime_here()
-        knowledge = learn(source, snap, coverage, records, None if child is None else child.user_caps)
+        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits)
         learned_snap = snap.fresh()
         behaviour = behaviour_for(learned_snap, knowledge)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
@@ -174,13 +184,13 @@ def wall_starts(forecast: Forecast) -> dict[str, int | None]:
 
 
 class Aside:
-    """Work of a forecast done in a forked child process: the user caps learned from the
-    records (``user_caps``), then the walltime-only simulation of the snapshot.
+    """Work of a forecast done in a forked child process: the user caps and start windows
+    learned from the records (``habits``), then the walltime-only simulation of the snapshot.
 
     The child sends back each result as soon as it has it, as one pickle through a pipe: the
-    caps, then the starts with the simulation's warnings and what it printed on stderr. The
+    habits, then the starts with the simulation's warnings and what it printed on stderr. The
     parent writes that text and keeps the warnings when it takes the starts, so its output
-    and stderr are as in one process. If the child fails in any way, ``user_caps`` and
+    and stderr are as in one process. If the child fails in any way, ``habits`` and
     ``starts`` give None, and the caller does that work itself. That way an error surfaces
     exactly as without the child. ``stop`` kills a child that is still running: on a timeout,
     on SIGTERM, or on an error in the parent."""
@@ -205,7 +215,7 @@ class Aside:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 sys.stderr = io.StringIO()
                 with os.fdopen(write, "wb") as pipe:
-                    pickle.dump(user_caps_at(records, snap), pipe, pickle.HIGHEST_PROTOCOL)
+                    pickle.dump(habits_at(records, snap), pipe, pickle.HIGHEST_PROTOCOL)
                     pipe.flush()
                     own = Report(collect=report.collect, quiet=report.quiet)
                     starts = wall_starts(simulate(snap.fresh(), config, own))
@@ -227,12 +237,12 @@ class Aside:
         except Exception:  # noqa: BLE001 - it ended early (failed, or killed), mid-pickle perhaps
             return None
 
-    def user_caps(self) -> dict[str, int] | None:
-        """Wait for the user caps the child learned; None where it failed."""
+    def habits(self) -> Habits | None:
+        """Wait for the user caps and start windows the child learned; None where it failed."""
         return self._next()
 
     def starts(self) -> dict[str, int | None] | None:
-        """Wait for the child's walltime-only starts (after ``user_caps``), and for its end; None
+        """Wait for the child's walltime-only starts (after ``habits``), and for its end; None
         where it failed."""
         found = self._next()
         self.pipe.close()
