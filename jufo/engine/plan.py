@@ -22,7 +22,10 @@ what a walltime-only forecast of a Slurm machine means (``plan=slurm``). It foll
 - a job that fits now starts now (and runs its whole limit); a start beyond ``bf_window`` is
   given but holds nothing;
 - the pass runs when Slurm's last one did (``plan_time``, from ``sdiag``), or when the latest
-  change the snapshot shows happened, whichever is later: Slurm passes only after a change.
+  change the snapshot shows happened, whichever is later: Slurm passes only after a change;
+  jobs that started at the second of a pass known from ``sdiag`` were started by it, so they
+  are tested in their turn: jobs before them see their nodes free, and they count toward the
+  pass's limits (``bf_max_job_user`` and the others, ``config.plan_limits``).
 
 Checked against a real Slurm's log of its passes (``tests/test_plan.py``): every start it
 planned, to the second. Times are seconds from the snapshot; ``epoch`` aligns grids to the clock.
@@ -512,7 +515,10 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         now = last_change(snap.jobs, snap.epoch)
         if config.plan_time is not None and config.plan_time <= snap.epoch:
             now = max(now, config.plan_time - snap.epoch)
-    plan = _pass_of(snap, config, now)
+    # a pass known from sdiag: the jobs that started then were started by it, in their turn
+    known = config.plan_time is not None and now == config.plan_time - snap.epoch
+    tested = _tested(snap, sim, now, started=known)
+    plan = _pass_of(snap, config, now, {job for job in tested if job.running})
     machine, shape = snap.machine, snap.machine.shape
     running_tasks: dict[str, int] = {}
     for job in snap.jobs:
@@ -523,9 +529,16 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
     limits = config.plan_limits
     counted: Counter[tuple[str, ...]] = Counter()  # jobs tested per user, partition, user and partition
     reserved: Counter[str] = Counter()  # reservations made per partition
-    for job in _tested(snap, sim, now):
+    for job in tested:
         if planned >= sim.policy.maxtopdogs or (limits.max_job_start and started >= limits.max_job_start):
             break
+        if job.running:  # the pass itself started it: in its turn, on the nodes it got, counted
+            plan.start(_held(job, machine), _whole(job, config))
+            if limits:
+                _beyond_limits(job, limits, counted)
+            planned += 1
+            started += 1
+            continue
         if job.array is not None and (job.array in rejected or running_tasks.get(job.array, 0)
                                       >= snap.throttles.get(job.array, FOREVER)):
             if job.array in rejected and job.start is not None and job.start < rejected[job.array]:
@@ -638,9 +651,16 @@ def _priority(job: Job, sim: Simulation) -> float:
         return sim.sorter.priority(job, 0)
 
 
-def _pass_of(snap: Snapshot, config: Configuration, now: int) -> Plan:
+def _held(job: Job, machine) -> Held:
+    """A running job as the pass sees it: ending at its start plus its limit."""
+    cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
+    return Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores)
+
+
+def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | frozenset[Job] = frozenset()) -> Plan:
     """The pass over the snapshot's machine: its usable nodes, the running jobs (ending at their
-    start plus their limit, as Slurm sees them), its reservations and the planning grid."""
+    start plus their limit, as Slurm sees them) but those ``aside`` (the pass starts them), its
+    reservations and the planning grid."""
     machine = snap.machine
     ncores = [node.ncores for node in machine.nodes]
     up = 0
@@ -650,12 +670,12 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int) -> Plan:
     used = [0] * len(ncores)
     held: list[Held] = []
     for job in snap.jobs:
-        if not job.running or not isinstance(job.resources, NodeCores) or not job.resources:
+        if not job.running or not isinstance(job.resources, NodeCores) or not job.resources or job in aside:
             continue
-        cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
-        for n, c in cores.items():
+        job_held = _held(job, machine)
+        for n, c in job_held.cores.items():
             used[n] += c
-        held.append(Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores))
+        held.append(job_held)
     reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
                     for res in snap.reservations if isinstance(res.resources, NodeCores)]
     return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held), up, snap.epoch,
@@ -669,15 +689,20 @@ def _mask_of(nodes: Iterable[int]) -> int:
     return mask
 
 
-def _tested(snap: Snapshot, sim: Simulation, now: int | None = None) -> list[Job]:
+def _tested(snap: Snapshot, sim: Simulation, now: int | None = None, started: bool = False) -> list[Job]:
     """The pending jobs Slurm's backfill tests, in its order (``sort_job_queue2``): partition
     priority tier, then the priority Slurm last computed (``userprio``; the configured formula
     for a job without one, such as a what-if candidate), then submission, then job id. A job
-    submitted after the pass at ``now`` (a snapshot with future queue dates) is not in it."""
+    submitted after the pass at ``now`` (a snapshot with future queue dates) is not in it.
+    ``started``: also the running jobs that started at ``now``, which the pass tested and
+    started (they count toward its limits)."""
     deps, bound = sim.dependencies, sim.bound_to
     jobs = [job for job in snap.jobs if not job.running and job.read_reason is None and job.leader is None
             and job.het is None and job.limited is None and job not in bound and job not in deps and job.wall > 0
             and (now is None or job.queued <= now)]
+    if started and now is not None:
+        jobs += [job for job in snap.jobs if job.running and job.started == now and job.leader is None
+                 and job.het is None and isinstance(job.resources, NodeCores) and job.resources]
 
     def tier(job: Job) -> float:
         try:
