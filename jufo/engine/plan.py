@@ -651,6 +651,11 @@ def _priority(job: Job, sim: Simulation) -> float:
         return sim.sorter.priority(job, 0)
 
 
+def _on_nodes(job: Job) -> bool:
+    """Does the running ``job`` hold nodes the pass knows (a node list, not only core counts)?"""
+    return isinstance(job.resources, NodeCores) and bool(job.resources)
+
+
 def _held(job: Job, machine) -> Held:
     """A running job as the pass sees it: ending at its start plus its limit."""
     cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
@@ -670,7 +675,7 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
     used = [0] * len(ncores)
     held: list[Held] = []
     for job in snap.jobs:
-        if not job.running or not isinstance(job.resources, NodeCores) or not job.resources or job in aside:
+        if not job.running or not _on_nodes(job) or job in aside:
             continue
         job_held = _held(job, machine)
         for n, c in job_held.cores.items():
@@ -702,7 +707,7 @@ def _tested(snap: Snapshot, sim: Simulation, now: int | None = None, started: bo
             and (now is None or job.queued <= now)]
     if started and now is not None:
         jobs += [job for job in snap.jobs if job.running and job.started == now and job.leader is None
-                 and job.het is None and isinstance(job.resources, NodeCores) and job.resources]
+                 and job.het is None and _on_nodes(job)]
 
     def tier(job: Job) -> float:
         try:
