@@ -2,7 +2,7 @@
 settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
 "starts now" and the real start.
 
-    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--json] [--rows FILE]
+    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--set KEY=VALUE] [--json] [--rows FILE]
 
 For each capture and each pending job that later started: the walltime forecast
 (``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
@@ -19,15 +19,17 @@ when run times are known, so that what is left of the history forecast's error i
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from jufo import cli
 from jufo.io import accounting, lml, scontrol, slurm
 from jufo.io.dates import parse_date
 
@@ -35,9 +37,17 @@ FORECASTERS = ("slurm", "walltime", "history", "starts now")
 
 
 def jufo(*args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "jufo", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"jufo {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()[-400:]}")
+    """Run one jufo command in this process (four per capture: a new interpreter for each
+    cost most of a scoring's time), its output discarded; a failure ends the scoring with it."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            cli.main(list(args), prog_name="jufo")
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+    if code != 0:
+        raise SystemExit(f"jufo {' '.join(args)}: exit {code}: {err.getvalue().strip()[-400:]}")
 
 
 def real_starts(captures: list[Path]) -> dict[str, int]:
@@ -96,11 +106,13 @@ def with_real_run_times(snap: str, runs: dict[str, int], out: str, which: str = 
     Path(out).write_bytes(lml.serialize(doc))
 
 
-def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None, exact: str | None = None) -> dict:
+def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None, exact: str | None = None,
+          settings: list[str] = ()) -> dict:
     """The scores of the lab's captures (every ``every``-th); ``rows`` (if given) gets one row
     per pending job-snapshot scored (``ROW_FIELDS``, epoch seconds, None where there is none);
     ``exact`` (one of ``EXACT``): the history forecast knows those jobs' real run times (a
-    ceiling, not a forecast)."""
+    ceiling, not a forecast); ``settings``: ``KEY=VALUE`` over ``jufo slurm config``'s, for
+    both forecasts (``--set``)."""
     captures = sorted(p for p in (lab / "capture").iterdir() if (p / "job.txt").exists())[::every]
     real = real_starts(sorted((lab / "capture").iterdir()))
     errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
@@ -117,7 +129,8 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
             at = int((cap / "at").read_text())
             snap, out = os.path.join(tmp, "snap.xml"), os.path.join(tmp, "out.xml")
             jufo("slurm", "snapshot", "--from", str(cap), "-o", snap)
-            jufo("predict", snap, "--config", site, "-o", out, "-q")
+            given_settings = [arg for pair in settings for arg in ("--set", pair)]
+            jufo("predict", snap, "--config", site, *given_settings, "-o", out, "-q")
             wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
             learned = {}
             if history and sacct.exists():
@@ -127,7 +140,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
                 if exact:
                     given = os.path.join(tmp, "exact.xml")
                     with_real_run_times(snap, runs, given, exact)
-                jufo("predict", given, "--config", site, "--history", db, "-o", hout, "-q")
+                jufo("predict", given, "--config", site, *given_settings, "--history", db, "-o", hout, "-q")
                 learned = {o.data.get("step"): o.data for o in lml.read(hout).of_type("job")}
             for step, d in wall.items():
                 if d.get("state") != "Pending" or step not in real or d.get("ArrayTaskId", "").count("-"):
@@ -205,13 +218,15 @@ def main(argv: list[str] | None = None) -> None:
                    help="give the history forecast the real run times (of all jobs, or only the running or "
                         "the waiting ones): how close the model comes (not a forecast)")
     p.add_argument("--every", type=int, default=1, help="score every N-th capture")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="a scheduler key over jufo slurm config's, for both forecasts (repeatable)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", type=Path, help="also write each scored job-snapshot to this tab-separated file")
     args = p.parse_args(argv)
     rows: list[dict] | None = [] if args.rows else None
     if args.exact and not args.history:
         p.error("--exact is for the history forecast: give --history too")
-    result = score(args.lab, args.history, args.every, rows, args.exact)
+    result = score(args.lab, args.history, args.every, rows, args.exact, args.settings)
     if args.rows:
         lines = ["\t".join(ROW_FIELDS)] + ["\t".join("" if r[k] is None else str(r[k]) for k in ROW_FIELDS)
                                            for r in rows]
