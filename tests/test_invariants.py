@@ -462,3 +462,90 @@ def test_a_slurm_sites_age_priority_orders_as_the_whole_formula_would(tmp_path, 
     whole = forecast("whole.xml")
     assert not frozen
     assert ours == whole and ours.count(b'key="jufo_starttime"') > 100
+
+
+LIMITED = [  # Slurm's limits on its backfill pass (``Policy.limits``), alone and together
+    {"plan_max_job_user": "1"},
+    {"plan_max_job_part": "2"},
+    {"plan_max_job_user_part": "1", "plan_part_count_reserve": "1"},
+    {"plan_min_age_reserve": "120"},
+    {"plan_max_job_user": "2", "plan_min_age_reserve": "60"},
+]
+
+
+def limited_snapshot(seed: int) -> bytes:
+    """A queue as Slurm's backfill limits see it: three users with runs of jobs each, two
+    partitions over 2-5 nodes, jobs submitted a while ago, just now and in the next minutes,
+    most ending before their wall; no queue limits or advance reservations (those make any
+    kept reservation differ from one planned anew, with or without the limits)."""
+    rng = random.Random(seed)
+    nodes = {f"n{i}": {"ncores": rng.choice([2, 4])} for i in range(rng.randint(2, 5))}
+    jobs, room = {}, [n["ncores"] for n in nodes.values()]
+    for i in range(rng.randint(0, 4)):
+        cores = rng.randint(1, 2)
+        node = next((k for k, free in enumerate(room) if free >= cores), None)
+        if node is None:
+            continue
+        room[node] -= cores
+        wall = rng.randint(5, 60)
+        jobs[f"r{i}"] = {"state": "Running", "owner": "r", "queue": "q1", "wall": wall,
+                         "queuedate": format_date(EPOCH - 500, "%m/%d/%y-%H:%M:%S"),
+                         "dispatchdate": format_date(EPOCH - rng.randint(0, wall - 1), "%m/%d/%y-%H:%M:%S"),
+                         "nummachines": 1, "taskspernode": cores, "nodelist": f"(n{node},{cores})"}
+    for i in range(rng.randint(4, 18)):
+        wall = rng.randint(1, 50)
+        queued = EPOCH + rng.choice([-rng.randint(100, 900), -rng.randint(0, 90), rng.randint(1, 120)])
+        jobs[f"w{i:02d}"] = {"state": "Idle", "owner": rng.choice(["u1", "u2", "u3"]), "queue": rng.choice(["q1", "q2"]),
+                             "queuedate": format_date(queued, "%m/%d/%y-%H:%M:%S"), "wall": wall,
+                             "nummachines": rng.randint(1, 2), "taskspernode": rng.randint(1, 2),
+                             "actualruntime": rng.randint(0, wall) if rng.random() < 0.6 else wall}
+    return snapshot(jobs, nodes=nodes)
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60")) // 2))
+def test_passes_held_to_slurms_limits_plan_anew_only_where_it_changes_something(seed, monkeypatch):
+    """A pass held to Slurm's backfill limits (``Backfilling._limited_pass``) with ``replan``
+    drops the lower jobs' reservations only before its first test, keeping those it walked
+    before: the same output, byte for byte, as planning every reservation anew in every pass
+    as Slurm does (a JUROPA-size queue with ``bf_max_job_user=10``: 3 s against 60 s). The
+    usual invariants hold, and the limits do change starts."""
+    from jufo.engine.simulation import Backfilling
+
+    raw = limited_snapshot(seed)
+    limited_pass = Backfilling._limited_pass
+    for base in ({"maxtopdogs": "all"}, {"maxtopdogs": "2", "topdogs_per_queue": "yes"}):
+        for limits in LIMITED:
+            settings = {"scheduling_algorithm": "Backfilling", "replan": "yes", "node_sharing": "yes", **base, **limits}
+            forecast, partly = run(raw, settings)
+            check(forecast, {}, settings)
+            with monkeypatch.context() as m:
+                m.setattr(Backfilling, "_limited_pass",
+                          lambda self, now: (self._replan(now), limited_pass(self, now)))
+                _, anew = run(raw, settings)
+            assert partly == anew, settings
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60")) // 2))
+def test_passes_held_to_slurms_limits_keep_the_invariants(seed):
+    """The random snapshots of every other test (queue limits, user caps, switches, advance
+    reservations, arrivals) under each of Slurm's backfill limits, with and without ``replan``:
+    no core used twice, every limit held, every job a start or a reason, the same output twice."""
+    raw, queues = random_snapshot(seed)
+    for replan in ("yes", "no"):
+        for limits in LIMITED:
+            settings = {"scheduling_algorithm": "Backfilling", "maxtopdogs": "all", "replan": replan,
+                        "system_state": "NodeState", "node_sharing": "yes", **limits}
+            forecast, out = run(raw, settings)
+            check(forecast, queues, settings)
+            assert run(raw, settings)[1] == out
+
+
+def test_slurms_limits_change_starts_in_random_snapshots():
+    """The test above is not idle: each limit changes some snapshot's starts."""
+    for limits in LIMITED:
+        changed = 0
+        for seed in range(30):
+            raw = limited_snapshot(seed)
+            settings = {"scheduling_algorithm": "Backfilling", "replan": "yes", "maxtopdogs": "all", "node_sharing": "yes"}
+            changed += run(raw, {**settings, **limits})[1] != run(raw, settings)[1]
+        assert changed >= 3, (limits, changed)

@@ -283,22 +283,33 @@ def _limited_pass(extra: dict, young: bool = False, idle: int = 0) -> dict[str, 
 def test_bf_max_job_user_leaves_a_users_further_jobs_unplanned_and_holding_nothing():
     """With ``bf_max_job_user=1`` Slurm's pass skips u1's j2 (``_job_exceeds_max_bf_param``):
     j2 reserves nothing, so u2's j3 is planned where j2 would have held its nodes (900 s
-    instead of 1,500 s); j2 keeps the simulation's forecast."""
+    instead of 1,500 s); j2 keeps the simulation's forecast, whose passes hold to the same
+    limit: j2 is tested only once j1 has started, after j3 reserved, and starts after it."""
     free = _limited_pass({})
     assert free == {"j1": 300, "j2": 900, "j3": 1500, "j4": 100}
-    assert _limited_pass({"plan_max_job_user": 1}) == {**free, "j3": 900}
-    assert _limited_pass({"plan_max_job_user_part": 1}) == {**free, "j3": 900}
-    # two jobs per partition: j3 and j4 are not tested, and keep the simulation's forecasts
-    assert _limited_pass({"plan_max_job_part": 2}) == _limited_pass({"plan": "simulate"}) == free
+    assert _limited_pass({"plan_max_job_user": 1}) == {**free, "j2": 1500, "j3": 900}
+    assert _limited_pass({"plan_max_job_user": 1, "plan": "simulate"}) == {**free, "j2": 1500, "j3": 900}
+    assert _limited_pass({"plan_max_job_user_part": 1}) == {**free, "j2": 1500, "j3": 900}
+    # two jobs per partition: j3 and j4 are not tested, and keep the simulation's forecasts;
+    # there j4 is never backfilled: it starts as Slurm's main scheduler starts it, at the head
+    assert _limited_pass({"plan_max_job_part": 2}) == _limited_pass({"plan": "simulate", "plan_max_job_part": 2}) \
+        == {**free, "j4": 1500}
 
 
 def test_bf_min_age_reserve_tests_a_young_job_for_a_start_now_only():
     """j1, pending 30 s, is younger than ``bf_min_age_reserve=120``: it cannot start now, so
     the pass gives it no plan and no reservation, and j2 and j3 are planned on the nodes it
-    would have held (300 s and 900 s instead of 900 s and 1,500 s)."""
-    assert _limited_pass({}, young=True) == {"j1": 300, "j2": 900, "j3": 1500, "j4": 100}
-    assert _limited_pass({"plan_min_age_reserve": 120}, young=True) == {"j1": 300, "j2": 300, "j3": 900, "j4": 100}
-    assert _limited_pass({"plan_min_age_reserve": 20}, young=True) == _limited_pass({}, young=True)
+    would have held (300 s and 900 s instead of 900 s and 1,500 s). j1 keeps the simulation's
+    forecast: its passes reserve nothing for j1 either until it is 120 s old, 90 s on; with
+    ``replan`` (Slurm's pass, as ``jufo slurm config`` sets it) that pass plans it first, at
+    300 s, else it keeps its place after the lower jobs' reservations, at 1,500 s."""
+    slurm = {"replan": "yes"}
+    assert _limited_pass(slurm, young=True) == {"j1": 300, "j2": 900, "j3": 1500, "j4": 100}
+    assert _limited_pass({**slurm, "plan_min_age_reserve": 120}, young=True) == {"j1": 300, "j2": 300, "j3": 900, "j4": 100}
+    assert _limited_pass({**slurm, "plan_min_age_reserve": 120, "plan": "simulate"}, young=True) == \
+        _limited_pass(slurm, young=True)
+    assert _limited_pass({"plan_min_age_reserve": 120, "plan": "simulate"}, young=True)["j1"] == 1500
+    assert _limited_pass({**slurm, "plan_min_age_reserve": 20}, young=True) == _limited_pass(slurm, young=True)
 
 
 def test_which_jobs_the_pass_tests_for_now_only_and_where_it_stops(monkeypatch):

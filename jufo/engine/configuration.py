@@ -14,7 +14,7 @@ from ..io.errors import InputError, Report
 from .job import Job
 from .node import Machine
 from .queue import Queue
-from .simulation import ALGORITHMS, Policy, Simulation
+from .simulation import ALGORITHMS, PlanLimits, Policy, Simulation
 from .sorter import Formula, FormulaError, JobSorter
 from .attribute_state import AttributeState
 from .node_state import NodeState
@@ -89,23 +89,6 @@ def check_keys(settings: dict[str, str], source: str) -> None:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
             raise InputError(source, key, value, f"unknown scheduler key; {hint}")
-
-
-@dataclass(frozen=True)
-class PlanLimits:
-    """Limits of Slurm's backfill pass on which jobs it tests and reserves for (its
-    SchedulerParameters; 0: none), as ``plan=slurm`` applies them (``plan.plan_pending``)."""
-
-    max_job_user: int = 0  # jobs tested per user (bf_max_job_user)
-    max_job_part: int = 0  # per partition (bf_max_job_part)
-    max_job_user_part: int = 0  # per user and partition (bf_max_job_user_part)
-    max_job_start: int = 0  # jobs started before the pass stops (bf_max_job_start)
-    min_prio_reserve: int = 0  # no reservation below this priority (bf_min_prio_reserve)
-    min_age_reserve: int = 0  # no reservation for a job pending fewer seconds (bf_min_age_reserve)
-    part_count_reserve: int = 0  # reservations per partition (bf_job_part_count_reserve)
-
-    def __bool__(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
 
 
 @dataclass
@@ -193,6 +176,7 @@ class Configuration:
             backfill_order="priority" if order == "firstfit" else str(order),
             replan=bool(replan),
             bind_listed=binding != "named",
+            limits=limits,
         )
         given = merged.get("exclusive_queues", "").strip()
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()

@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import dependency
-from .configuration import YES_NO, Configuration, PlanLimits
+from .configuration import YES_NO, Configuration
 from ..io.dates import floor_to, parse_date
 from .job import WAITING, WAITING_STATES, Job
 from .ranges import NodeCores, lowest
+from .simulation import batch_priority
 
 if TYPE_CHECKING:
     from .simulation import Simulation
@@ -535,7 +536,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         if job.running:  # the pass itself started it: in its turn, on the nodes it got, counted
             plan.start(_held(job, machine), _whole(job, config))
             if limits:
-                _beyond_limits(job, limits, counted)
+                limits.beyond(job, counted)
             planned += 1
             started += 1
             continue
@@ -544,14 +545,15 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
             if job.array in rejected and job.start is not None and job.start < rejected[job.array]:
                 _move(job, rejected[job.array])
             continue
-        if limits and _beyond_limits(job, limits, counted):  # (_job_exceeds_max_bf_param: counts to the depth)
+        if limits and limits.beyond(job, counted):  # (_job_exceeds_max_bf_param: counts to the depth)
             planned += 1
             continue
         whole = _whole(job, config)
         partition = machine.for_job(job, 1 if whole else None)
         req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
                       job.wall)
-        now_only = bool(limits) and _no_reservation(job, limits, sim, now, reserved)
+        now_only = bool(limits) and limits.reserves_nothing(
+            batch_priority(job, sim.sorter, 0), now - job.queued, reserved[job.queue])
         result = plan.place(req, partition, max(0, job.arrival), now_only)
         planned += 1
         if result is None:  # none within the window (or not now): the simulation's forecast stands
@@ -573,39 +575,6 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         job.reason, job.topdog, job.backfilled = None, result.held, False
     _after_dependencies(sim.dependencies)
     return planned
-
-
-def _beyond_limits(job: Job, limits: PlanLimits, counted: Counter[tuple[str, ...]]) -> bool:
-    """Has the pass tested as many jobs of this job's user, partition, or user in partition
-    as its limits allow (``_job_exceeds_max_bf_param``)? If not, the job counts against them.
-
-    >>> from types import SimpleNamespace as J
-    >>> limits, counted = PlanLimits(max_job_user=2), Counter()
-    >>> [_beyond_limits(J(owner=u, queue="batch"), limits, counted) for u in "aabaa"]
-    [False, False, False, True, True]
-    """
-    keys = []
-    for limit, key in ((limits.max_job_user_part, ("user-part", job.owner, job.queue)),
-                       (limits.max_job_part, ("part", job.queue)), (limits.max_job_user, ("user", job.owner))):
-        if limit:
-            if counted[key] >= limit:
-                return True
-            keys.append(key)
-    for key in keys:
-        counted[key] += 1
-    return False
-
-
-def _no_reservation(job: Job, limits: PlanLimits, sim: Simulation, now: int, reserved: Counter[str]) -> bool:
-    """Does Slurm's pass test this job for a start now only, reserving nothing for it: a
-    priority below ``bf_min_prio_reserve``, pending less than ``bf_min_age_reserve`` (since its
-    submission: Slurm counts from eligibility), or its partition's ``bf_job_part_count_reserve``
-    reservations made?"""
-    if limits.min_prio_reserve and _priority(job, sim) < limits.min_prio_reserve:
-        return True
-    if limits.min_age_reserve and now - job.queued < limits.min_age_reserve:
-        return True
-    return bool(limits.part_count_reserve) and reserved[job.queue] >= limits.part_count_reserve
 
 
 def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) -> int | None:
@@ -630,25 +599,17 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
     members = [node for node in machine.nodes if node.limit(job.queue) > 0]
     part_nodes, part_cpus = len(members), sum(node.ncores for node in members)
     per_node = part_cpus // part_nodes if part_cpus > part_nodes else 1
-    mine = _priority(job, sim)
+    mine = batch_priority(job, sim.sorter, 0)
     ahead, arrays = 0, set()
     for other in snap.jobs:  # (a pending array is one job record in Slurm: its first task counts)
         if (other is job or other.running or other.read_reason is not None or other.queue != job.queue
-                or other.array in arrays or _priority(other, sim) < mine):
+                or other.array in arrays or batch_priority(other, sim.sorter, 0) < mine):
             continue
         if other.array is not None:
             arrays.add(other.array)
         ahead += max(other.total_cores, other.nodes * per_node) * (other.wall // 60)
     delay = ahead // max(part_cpus, 1) * 60
     return max(found[0] + delay, start_res, 0)
-
-
-def _priority(job: Job, sim: Simulation) -> float:
-    """The priority Slurm last computed (``userprio``), else the configured formula's."""
-    try:
-        return float(job.data["userprio"])
-    except (KeyError, ValueError):
-        return sim.sorter.priority(job, 0)
 
 
 def _on_nodes(job: Job) -> bool:
@@ -715,7 +676,7 @@ def _tested(snap: Snapshot, sim: Simulation, now: int | None = None, started: bo
         except ValueError:
             return 0.0
 
-    return sorted(jobs, key=lambda job: (-tier(job), -_priority(job, sim), job.queued, job.index))
+    return sorted(jobs, key=lambda job: (-tier(job), -batch_priority(job, sim.sorter, 0), job.queued, job.index))
 
 
 def _move(job: Job, start: int) -> None:

@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..io.errors import Report
@@ -28,6 +28,72 @@ from .windows import WEEK, StartRule
 BOUNDARY = "window boundary"  # payload of the wake-ups at start-window changes
 GREEDY_POOL = 8  # candidates Moab-style GREEDY backfilling combines: at most 2**8 sets per pass
 SWITCHES = "switch wait over"  # payload of the wake-up when a job's --switches wait lapses
+AGED = "old enough to reserve"  # payload of the wake-up when a job may reserve (bf_min_age_reserve)
+
+
+@dataclass(frozen=True)
+class PlanLimits:
+    """Limits of Slurm's backfill pass on which jobs it tests and reserves for (its
+    SchedulerParameters; 0: none). ``plan=slurm`` applies them to the pass it reproduces
+    (``plan.plan_pending``), the simulation to each of its passes (``Backfilling``)."""
+
+    max_job_user: int = 0  # jobs tested per user (bf_max_job_user)
+    max_job_part: int = 0  # per partition (bf_max_job_part)
+    max_job_user_part: int = 0  # per user and partition (bf_max_job_user_part)
+    max_job_start: int = 0  # jobs started before the pass stops (bf_max_job_start)
+    min_prio_reserve: int = 0  # no reservation below this priority (bf_min_prio_reserve)
+    min_age_reserve: int = 0  # no reservation for a job pending fewer seconds (bf_min_age_reserve)
+    part_count_reserve: int = 0  # reservations per partition (bf_job_part_count_reserve)
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+    @property
+    def counting(self) -> bool:
+        """Does the pass count the jobs it tests per user or partition?"""
+        return bool(self.max_job_user or self.max_job_part or self.max_job_user_part)
+
+    def beyond(self, job: Job, counted: Counter[tuple[str, ...]]) -> bool:
+        """Has the pass tested as many jobs of this job's user, partition, or user in partition
+        as the limits allow (Slurm's ``_job_exceeds_max_bf_param``)? If not, the job counts
+        against them.  O(1).
+
+        >>> from types import SimpleNamespace as J
+        >>> limits, counted = PlanLimits(max_job_user=2), Counter()
+        >>> [limits.beyond(J(owner=u, queue="batch"), counted) for u in "aabaa"]
+        [False, False, False, True, True]
+        """
+        keys = []
+        for limit, key in ((self.max_job_user_part, ("user-part", job.owner, job.queue)),
+                           (self.max_job_part, ("part", job.queue)), (self.max_job_user, ("user", job.owner))):
+            if limit:
+                if counted[key] >= limit:
+                    return True
+                keys.append(key)
+        for key in keys:
+            counted[key] += 1
+        return False
+
+    def reserves_nothing(self, priority: float, age: int, reservations_in_part: int) -> bool:
+        """Is a job tested for a start now only, reserving nothing: a priority below
+        ``bf_min_prio_reserve``, pending fewer seconds than ``bf_min_age_reserve``, or its
+        partition's ``bf_job_part_count_reserve`` reservations made?  O(1).
+
+        >>> PlanLimits(min_age_reserve=60).reserves_nothing(0, 59, 0), PlanLimits(min_age_reserve=60).reserves_nothing(0, 60, 0)
+        (True, False)
+        """
+        return ((bool(self.min_prio_reserve) and priority < self.min_prio_reserve)
+                or (bool(self.min_age_reserve) and age < self.min_age_reserve)
+                or (bool(self.part_count_reserve) and reservations_in_part >= self.part_count_reserve))
+
+
+def batch_priority(job: Job, sorter: JobSorter, now: int) -> float:
+    """The priority the batch system last computed (``userprio``, Slurm's ``Priority``), else
+    the configured formula's at ``now``: what Slurm's ``bf_min_prio_reserve`` compares."""
+    try:
+        return float(job.data["userprio"])
+    except (KeyError, ValueError):
+        return sorter.priority(job, now)
 
 
 @dataclass
@@ -49,6 +115,8 @@ class Policy:
     replan: bool = False
     # a reservation binds the jobs it lists (owner, account, queue) too, or only those naming it
     bind_listed: bool = True
+    # Slurm's limits on which jobs a backfill pass tests and reserves for (``Backfilling._limited_pass``)
+    limits: PlanLimits = PlanLimits()
 
 
 class Simulation(ABC):
@@ -476,6 +544,9 @@ class Backfilling(Simulation):
         if self.policy.backfill_order != "priority":
             self._candidates_in_order(now)
             return
+        if self.policy.limits:
+            self._limited_pass(now)
+            return
         if self.recheck:
             fresh, self.recheck = None, False
         flag = False
@@ -601,6 +672,96 @@ class Backfilling(Simulation):
             if resources is not None:
                 self.start_job(job, now, resources, backfilled=True)
 
+    def _limited_pass(self, now: int) -> None:
+        """A pass held to Slurm's limits on its backfill (``Policy.limits``), over every waiting
+        job in priority order, as Slurm's pass walks them; jobs held back by a user cap or an
+        array throttle are not tested and not counted (``plan._tested``):
+
+        - a job past the tests allowed per user or partition (``bf_max_job_user``, ...) is
+          not tested by the backfill: it holds no reservation (one it held is dropped), and it
+          starts only where Slurm's main scheduler would start it, at the head of its
+          partition (every job ahead of it there started) and where it fits now;
+        - a job that may reserve nothing (``bf_min_age_reserve``, ``bf_min_prio_reserve``,
+          ``bf_job_part_count_reserve``) starts if it fits now and is passed over otherwise; a
+          young one gets a pass at the second it may reserve;
+        - every other job starts at its reservation or where it fits now, or reserves as in the
+          usual pass.
+
+        With ``replan`` the pass gives what planning every reservation anew would give, as
+        Slurm plans from scratch, so a job that comes of age or within its user's count takes
+        its place ahead of lower jobs that reserved meanwhile: the reservations it walks before
+        its first test are kept (they would be made the same), and at that test those of the
+        jobs after are dropped and made anew as the walk reaches them (``_unreserve_after``).
+        ``bf_max_job_start`` is not held to: Slurm's main scheduler and its next pass go on
+        where it stopped, seconds later. Every job is looked at in every pass, as in Slurm
+        (not the class walk): O(jobs log jobs) per pass, plus the reservations made anew."""
+        self.recheck = False
+        self.failed.clear()
+        limits, reserved, replan = self.policy.limits, self.reserved, self.policy.replan
+        counting = limits.counting
+        counted: Counter[tuple[str, ...]] = Counter()
+        in_part: Counter[str] = Counter()  # reservations per partition in this pass
+        blocked: set[str] = set()  # partitions with a job that did not start: their head is passed
+        passed = False  # a job of higher priority still waits
+        ahead = sum(alloc.start > now for alloc in reserved.values())  # reservations not yet walked
+        kept: set[Job] = set()  # ... and those walked and kept
+        for job in self.waiting.sort(self.waiting, now):
+            alloc = reserved.get(job)
+            if alloc is None and self.state.user_capped(job, now):  # (a reservation was made within the caps)
+                passed = True
+                continue
+            beyond = counting and limits.beyond(job, counted)
+            if alloc is not None:
+                if alloc.start <= now:
+                    self._start_reserved(job, alloc, now, passed)
+                    if replan and job.end <= now:  # over at once: its slot is free again, for the
+                        self.ended_early = True  # jobs walked before (the next pass plans anew)
+                        if ahead:  # and for those after
+                            ahead = self._unreserve_after(now, kept)
+                    continue
+                ahead -= 1
+                if not beyond:
+                    kept.add(job)
+                    in_part[job.queue] += 1
+                    passed = True
+                    blocked.add(job.queue)
+                    continue
+                self._unreserve(job)  # past the count now: Slurm's pass no longer plans it
+            if beyond and job.queue in blocked:
+                passed = True
+                continue
+            if replan and ahead:  # a test here would see lower jobs' plans: Slurm's pass has none yet
+                ahead = self._unreserve_after(now, kept)
+            resources = self.fit_now(job)
+            if resources is not None:
+                self.start_job(job, now, resources, backfilled=passed)
+                continue
+            passed = True
+            blocked.add(job.queue)
+            if beyond:
+                continue
+            age = now - job.queued
+            if limits.reserves_nothing(batch_priority(job, self.sorter, now), age, in_part[job.queue]):
+                if limits.min_age_reserve and age < limits.min_age_reserve:  # a pass when it may reserve
+                    self.timeline.wake_once(job.queued + limits.min_age_reserve, AGED)
+                continue
+            if self.held[self.group(job)] < self.policy.maxtopdogs:
+                self._reserve(job, now)
+                if job in reserved:
+                    in_part[job.queue] += 1
+
+    def _unreserve_after(self, now: int, kept: set[Job]) -> int:
+        """Drop the reservations not begun by ``now`` of the jobs a pass has not walked yet:
+        all but those it walked and ``kept`` (before its first test no reservation is made).
+        So the tests from here on, as the reservations made anew, see only the plans of higher
+        jobs, as in Slurm's pass, which plans from scratch; until then the pass only walked
+        reservations, which planning anew would give again (nothing ended early: that replans
+        all, ``_replan``). Returns 0, the reservations left ahead.  O(r)."""
+        for job, alloc in list(self.reserved.items()):
+            if alloc.start > now and job not in kept:
+                self._unreserve(job)
+        return 0
+
     def _greedy(self, candidates: list[Job], now: int) -> list[Job]:
         """Moab's GREEDY backfill: of the first GREEDY_POOL candidates (priority order) that fit
         now one by one, start the set that fits together and uses the most cores (ties: the set
@@ -723,14 +884,17 @@ class Backfilling(Simulation):
         self.ended_early = False
         reserved = self.reserved
         for job, alloc in list(reserved.items()):
-            if alloc.start <= now:
-                continue  # due: it starts in this pass
-            alloc.home.unplan(alloc)
-            del reserved[job]
-            self.held[self.group(job)] -= 1
-            job.topdog = False
-            self.waiting.unreserved(job)
+            if alloc.start > now:  # (one that is due starts in this pass)
+                self._unreserve(job)
         self.in_order = not reserved
+
+    def _unreserve(self, job: Job) -> None:
+        """Drop ``job``'s reservation: it waits as any other job again."""
+        alloc = self.reserved.pop(job)
+        alloc.home.unplan(alloc)
+        self.held[self.group(job)] -= 1
+        job.topdog = False
+        self.waiting.unreserved(job)
 
     def _ordered(self, now: int) -> list[Job]:
         """The jobs holding reservations in priority order. With static priorities the dict is

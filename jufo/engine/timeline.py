@@ -43,6 +43,7 @@ class Timeline:
         self._heap: list[tuple[int, int, int, Any]] = []
         self._run: deque[tuple[int, int, int, Any]] = deque()  # ascending; each after every earlier push
         self._counter = 0
+        self._wakes: set[tuple[int, Any]] = set()  # (time, payload) of the wake-ups ``wake_once`` set
 
     def __bool__(self) -> bool:
         return bool(self._heap) or bool(self._run)
@@ -59,6 +60,17 @@ class Timeline:
             run.append(event)
         else:
             heapq.heappush(self._heap, event)
+
+    def wake_once(self, time: int, payload: Any) -> None:
+        """A wake-up at ``time``, unless this one was set before (many jobs may ask for the
+        same second, and one job at every pass).  O(1), else as ``push``.
+
+        >>> t = Timeline(); t.wake_once(7, "aged"); t.wake_once(7, "aged"); len(t)
+        1
+        """
+        if (time, payload) not in self._wakes:
+            self._wakes.add((time, payload))
+            self.push(time, Kind.WAKE, payload)
 
     def next_time(self) -> int | None:
         """Time of the next event, None when there is none (no separate emptiness test: the

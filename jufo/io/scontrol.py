@@ -433,8 +433,9 @@ UNMODELLED_PARAMETERS = {
 
 
 # SchedulerParameters that limit what Slurm's backfill tests and reserves for, and the keys that
-# carry them to plan=slurm (the walltime-only forecast, Slurm's own estimate); the simulation of
-# what happens next (the forecast with a history) does not hold to them
+# carry them to plan=slurm (the walltime-only forecast, Slurm's own estimate) and to the
+# simulation's passes (what happens next: the forecast with a history), bf_max_job_start to
+# plan=slurm only
 PASS_LIMITS = {
     "bf_max_job_user": "plan_max_job_user",
     "bf_max_job_part": "plan_max_job_part",
@@ -507,10 +508,12 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
                 settings[setting] = str(int(raw))
                 limited.append(f"{key}={int(raw)}")
         if limited:
-            notes.append(f"{', '.join(limited)}: Slurm's own estimate (the walltime-only forecast) holds to "
-                         "them; a job the pass skips or tests for a start now only keeps the simulation's "
-                         "forecast where Slurm keeps an older estimate; the forecast with a history does not "
-                         "hold to them")
+            notes.append(f"{', '.join(limited)}: Slurm's own estimate (the walltime-only forecast) and the "
+                         "simulation's passes (the forecast with a history) hold to them; a job the pass skips "
+                         "or tests for a start now only keeps the simulation's forecast where Slurm keeps an "
+                         "older estimate" + ("; the simulation's passes do not stop after bf_max_job_start "
+                                             "starts (Slurm's next pass goes on seconds later)"
+                                             if "bf_max_job_start" in " ".join(limited) else ""))
         for key in sorted(params):
             if key in UNMODELLED_PARAMETERS and params[key] != "0":  # 0: no limit
                 shown = f"{key}={params[key]}" if params[key] else key
