@@ -137,6 +137,10 @@ CASES: dict[str, Shape] = {
     "large": Shape(nodes=160_000, cores=48, jobs=20_000),
     "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
     "juropa-array": Shape(array=5000),  # a 5,000-task array throttled to 10 (``%10``) in the queue
+    # the same array where Slurm's backfill reserves for its first 500 jobs (bf_max_job_test's
+    # default, as jufo slurm config sets it): many tasks hold reservations, so the throttle is
+    # full later than now for the tasks after them
+    "juropa-array-500": Shape(array=5000, maxtopdogs="500", topdogs_per_queue="no", replan="yes"),
     "juropa-per-user": Shape(per_user=2),  # the big queue runs at most 2 jobs per user
     # Slurm's backfill plan as the walltime-only forecast: its default bf_max_job_test=500, and every job
     "juropa-slurm": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no"),
