@@ -125,11 +125,11 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
         db = os.path.join(tmp, "h.db")
         sacct = lab / "sacct.txt"
         runs = real_run_times(sacct) if exact and history and sacct.exists() else {}
+        given_settings = [arg for pair in settings for arg in ("--set", pair)]
         for cap in captures:
             at = int((cap / "at").read_text())
             snap, out = os.path.join(tmp, "snap.xml"), os.path.join(tmp, "out.xml")
             jufo("slurm", "snapshot", "--from", str(cap), "-o", snap)
-            given_settings = [arg for pair in settings for arg in ("--set", pair)]
             jufo("predict", snap, "--config", site, *given_settings, "-o", out, "-q")
             wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
             learned = {}

@@ -176,6 +176,10 @@ def test_backfill_limits_become_plan_keys_and_the_rest_get_a_note_each():
                             "bf_min_prio_reserve=1000, bf_min_age_reserve=600, bf_job_part_count_reserve=5: "
                             "Slurm's own estimate") for n in notes)
     assert not any(n.startswith(("bf_max_job_part", "bf_busy_nodes")) for n in notes)  # 0 is no limit; placement only
+    assert any("do not stop after bf_max_job_start" in n for n in notes)
+    _, _, notes = scontrol.site_settings(config(SchedulerParameters="bf_max_job_user=2"), PARTS)
+    assert any(n.startswith("bf_max_job_user=2: ") for n in notes)
+    assert not any("bf_max_job_start" in n for n in notes)
     with pytest.raises(scontrol.InputError, match="bf_max_job_user=many"):
         scontrol.site_settings(config(SchedulerParameters="bf_max_job_user=many"), PARTS)
 

@@ -45,8 +45,17 @@ class PlanLimits:
     min_age_reserve: int = 0  # no reservation for a job pending fewer seconds (bf_min_age_reserve)
     part_count_reserve: int = 0  # reservations per partition (bf_job_part_count_reserve)
 
+    def __post_init__(self) -> None:
+        # asked at every pass (``Backfilling.insert_waiting_jobs``): once here, not per ask
+        object.__setattr__(self, "_any", any(getattr(self, f.name) for f in fields(self)))
+
     def __bool__(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
+        """Is any limit set?  O(1).
+
+        >>> bool(PlanLimits()), bool(PlanLimits(min_age_reserve=60))
+        (False, True)
+        """
+        return self._any
 
     @property
     def counting(self) -> bool:
@@ -717,7 +726,8 @@ class Backfilling(Simulation):
                     if replan and job.end <= now:  # over at once: its slot is free again, for the
                         self.ended_early = True  # jobs walked before (the next pass plans anew)
                         if ahead:  # and for those after
-                            ahead = self._unreserve_after(now, kept)
+                            self._unreserve_after(now, kept)
+                            ahead = 0
                     continue
                 ahead -= 1
                 if not beyond:
@@ -731,7 +741,8 @@ class Backfilling(Simulation):
                 passed = True
                 continue
             if replan and ahead:  # a test here would see lower jobs' plans: Slurm's pass has none yet
-                ahead = self._unreserve_after(now, kept)
+                self._unreserve_after(now, kept)
+                ahead = 0
             resources = self.fit_now(job)
             if resources is not None:
                 self.start_job(job, now, resources, backfilled=passed)
@@ -750,17 +761,16 @@ class Backfilling(Simulation):
                 if job in reserved:
                     in_part[job.queue] += 1
 
-    def _unreserve_after(self, now: int, kept: set[Job]) -> int:
+    def _unreserve_after(self, now: int, kept: set[Job]) -> None:
         """Drop the reservations not begun by ``now`` of the jobs a pass has not walked yet:
         all but those it walked and ``kept`` (before its first test no reservation is made).
         So the tests from here on, as the reservations made anew, see only the plans of higher
         jobs, as in Slurm's pass, which plans from scratch; until then the pass only walked
         reservations, which planning anew would give again (nothing ended early: that replans
-        all, ``_replan``). Returns 0, the reservations left ahead.  O(r)."""
+        all, ``_replan``).  O(r)."""
         for job, alloc in list(self.reserved.items()):
             if alloc.start > now and job not in kept:
                 self._unreserve(job)
-        return 0
 
     def _greedy(self, candidates: list[Job], now: int) -> list[Job]:
         """Moab's GREEDY backfill: of the first GREEDY_POOL candidates (priority order) that fit

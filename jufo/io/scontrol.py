@@ -513,7 +513,7 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
                          "or tests for a start now only keeps the simulation's forecast where Slurm keeps an "
                          "older estimate" + ("; the simulation's passes do not stop after bf_max_job_start "
                                              "starts (Slurm's next pass goes on seconds later)"
-                                             if "bf_max_job_start" in " ".join(limited) else ""))
+                                             if "plan_max_job_start" in settings else ""))
         for key in sorted(params):
             if key in UNMODELLED_PARAMETERS and params[key] != "0":  # 0: no limit
                 shown = f"{key}={params[key]}" if params[key] else key
