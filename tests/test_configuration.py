@@ -9,6 +9,7 @@ from conftest import snapshot, waiting
     ("scheduling_algorithm", "SJF"), ("system_state", "Quantum"), ("maxtopdogs", "some"),
     ("maxtopdogs", "-2"), ("topdogs_per_queue", "maybe"), ("maxnumjobs", "1.5"),
     ("node_sharing", "2"), ("horizon", "tomorrow"), ("plan_max_job_user", "many"), ("plan_min_age_reserve", "-60"),
+    ("plan_array_resv", "twenty"),
 ])
 def test_bad_values_exit_2(jufo, key, value):
     run = jufo(snapshot({"a": waiting(1, 5)}, scheduler={key: value}))

@@ -53,9 +53,12 @@ OPTIONAL: dict[str, str] = {
                             "bf_min_age_reserve)",
     "plan_part_count_reserve": "plan=slurm reserves for at most this many jobs of one partition "
                                "(Slurm's bf_job_part_count_reserve)",
+    "plan_array_resv": "plan=slurm plans at most this many waiting tasks of one job array in its pass, each "
+                       "holding its nodes (Slurm's bf_max_job_array_resv; default 20)",
     "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
                   "no other job's reservation begins before the first step of this grid after its end",
 }
+ARRAY_RESV = 20  # Slurm's default bf_max_job_array_resv
 BINDINGS = ("listed", "named")  # which jobs a reservation binds (reservation.Reservation.binds)
 PLANS = ("simulate", "slurm")  # how the walltime-only forecast is made
 BACKFILL_ORDERS = ("priority", "firstfit", "shortest", "bestfit", "greedy")
@@ -109,6 +112,7 @@ class Configuration:
     plan_window: int = 86400  # seconds: how far plan=slurm reserves (bf_window)
     plan_time: int | None = None  # epoch second of the batch system's last plan, if known
     plan_limits: PlanLimits = field(default_factory=PlanLimits)  # what Slurm's pass tests and reserves
+    plan_array_resv: int = ARRAY_RESV  # waiting tasks of one array plan=slurm plans (bf_max_job_array_resv)
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -166,6 +170,7 @@ class Configuration:
                 report.error(label, "plan_time", merged["plan_time"], str(err))
         limits = PlanLimits(**{f.name: _count(merged, f"plan_{f.name}", label, report) or 0
                                for f in fields(PlanLimits) if f"plan_{f.name}" in merged})
+        array_resv = _count(merged, "plan_array_resv", label, report) if "plan_array_resv" in merged else ARRAY_RESV
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -181,7 +186,8 @@ class Configuration:
         given = merged.get("exclusive_queues", "").strip()
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
-                   exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time, limits)
+                   exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time, limits,
+                   ARRAY_RESV if array_resv is None else array_resv)
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

@@ -505,7 +505,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
     shows a later change, ``last_change``).
 
     Jobs Slurm does not test keep the simulation's forecast: those waiting for a dependency,
-    past an array's throttle or behind its first waiting task, held by a per-user limit, bound
+    past an array's throttle or its ``bf_max_job_array_resv`` tasks tested, held by a per-user limit, bound
     to a reservation, components of a heterogeneous job, those beyond ``bf_max_job_test``
     (``maxtopdogs``) or beyond the pass's limits per user and partition, and all after it has
     started ``bf_max_job_start`` jobs (``config.plan_limits``); a dependency's later planned end
@@ -526,7 +526,16 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         if job.running and job.array is not None:
             running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
     planned = started = 0
-    rejected: dict[str, int] = {}  # arrays whose first task waits: Slurm tests no other task of them
+    # Slurm tests a waiting array as one record: task after task at its turn ("next_task"),
+    # each started or planned on its own nodes, until bf_max_job_array_resv tasks were tested,
+    # its throttle is reached by the tasks it started, or one finds no place; the array's
+    # other tasks are not tested in the pass (they keep the simulation's forecast, not before
+    # the array's last planned start). A live Slurm 22.05 plans the tasks past the throttle
+    # too: the throttle counts running tasks only (tests/test_scontrol.py, arrays)
+    array_tested: Counter[str] = Counter()
+    latest: dict[str, int] = {}  # the latest start planned for a task of each array
+    closed: dict[str, int] = {}  # arrays done in this pass → that start (0: none planned)
+    per_array = max(1, config.plan_array_resv)
     limits = config.plan_limits
     counted: Counter[tuple[str, ...]] = Counter()  # jobs tested per user, partition, user and partition
     reserved: Counter[str] = Counter()  # reservations made per partition
@@ -540,13 +549,15 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
             planned += 1
             started += 1
             continue
-        if job.array is not None and (job.array in rejected or running_tasks.get(job.array, 0)
+        if job.array is not None and (job.array in closed or running_tasks.get(job.array, 0)
                                       >= snap.throttles.get(job.array, FOREVER)):
-            if job.array in rejected and job.start is not None and job.start < rejected[job.array]:
-                _move(job, rejected[job.array])
+            if job.array in closed:
+                _move(job, closed[job.array])
             continue
         if limits and limits.beyond(job, counted):  # (_job_exceeds_max_bf_param: counts to the depth)
             planned += 1
+            if job.array is not None:  # Slurm goes on to the next record: the array's other tasks are not tested
+                closed[job.array] = latest.get(job.array, 0)
             continue
         whole = _whole(job, config)
         partition = machine.for_job(job, 1 if whole else None)
@@ -557,6 +568,8 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         result = plan.place(req, partition, max(0, job.arrival), now_only)
         planned += 1
         if result is None:  # none within the window (or not now): the simulation's forecast stands
+            if job.array is not None:
+                closed[job.array] = latest.get(job.array, 0)  # (and its other tasks are not tested)
             continue
         if result.start <= plan.now:
             started += 1
@@ -565,8 +578,10 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         if job.array is not None:
             if result.start <= plan.now:
                 running_tasks[job.array] = running_tasks.get(job.array, 0) + 1
-            else:
-                rejected[job.array] = max(result.start, 0)
+            array_tested[job.array] += 1
+            latest[job.array] = max(latest.get(job.array, 0), result.start)
+            if array_tested[job.array] >= per_array:
+                closed[job.array] = latest[job.array]
         resources = NodeCores()
         for n, c in sorted(result.cores.items()):
             resources.add_node(n, shape[n] if whole else lowest(shape[n], c) or shape[n], shape)

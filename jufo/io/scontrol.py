@@ -499,6 +499,12 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         settings["resolution"] = resolution
         if "bf_continue" not in params:
             notes.append("bf_continue unset: a long backfill pass may stop early in Slurm; jufo plans every job")
+        if "bf_max_job_array_resv" in params:  # (not given: Slurm's default, 20, as jufo's)
+            array_resv = params["bf_max_job_array_resv"]
+            if not array_resv.isdigit():
+                raise InputError(config_name, "SchedulerParameters", f"bf_max_job_array_resv={array_resv}",
+                                 "not a whole number ≥ 0")
+            settings["plan_array_resv"] = str(int(array_resv))
         limited = []
         for key, setting in PASS_LIMITS.items():
             raw = params.get(key, "0")
