@@ -31,6 +31,7 @@ import random
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -78,6 +79,7 @@ class Lab:
     user_limit: int = 0  # the normal QOS's MaxJobsPerUser (0: none), as sites limit running jobs
     user_cpus: int = 0  # the normal QOS's MaxTRESPerUser=cpu (0: none), as sites limit the cores a user holds
     bf_extra: str = ""  # more SchedulerParameters (bf_max_job_user=4,...), as sites limit their backfill
+    gpus: int = 0  # GPUs per node (gres/gpu; device files stand in for them), as GPU sites share nodes
 
     @property
     def munge_socket(self) -> Path:
@@ -112,6 +114,7 @@ def slurm_conf(lab: Lab) -> str:
     d = lab.dir
     half = max(1, lab.nodes // 2)
     lines = [
+        *(["GresTypes=gpu"] if lab.gpus else []),
         "ClusterName=jufolab",
         "SlurmctldHost=localhost",
         "SlurmUser=root",
@@ -167,7 +170,8 @@ def slurm_conf(lab: Lab) -> str:
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
     lines.append(f"NodeName={lab.names} NodeHostname=localhost NodeAddr=127.0.0.1 "
-                 f"Port={NODE_PORT + lab.ports}-{NODE_PORT + lab.ports + lab.nodes - 1} CPUs={lab.cores} RealMemory=1000 State=UNKNOWN")
+                 f"Port={NODE_PORT + lab.ports}-{NODE_PORT + lab.ports + lab.nodes - 1} CPUs={lab.cores} RealMemory=1000 "
+                 + (f"Gres=gpu:{lab.gpus} " if lab.gpus else "") + "State=UNKNOWN")
     if lab.partitions == "mixed" and lab.nodes > 1:
         lines.append(f"PartitionName=batch Nodes=n[01-{half:02d}] Default=YES MaxTime=INFINITE State=UP "
                      "OverSubscribe=EXCLUSIVE")
@@ -272,6 +276,12 @@ def start(lab: Lab) -> dict[str, str]:
     d.chmod(0o755)
     conf = d / "etc" / "slurm.conf"
     conf.write_text(slurm_conf(lab))
+    if lab.gpus:  # slurmd counts a GPU per device file: character devices as /dev/null's stand in
+        (d / "dev").mkdir(exist_ok=True)
+        for k in range(lab.gpus):
+            if not (d / "dev" / f"gpu{k}").exists():
+                os.mknod(d / "dev" / f"gpu{k}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        (d / "etc" / "gres.conf").write_text(f"AutoDetect=off\nName=gpu File={d}/dev/gpu[0-{lab.gpus - 1}]\n")
     (d / "pids").touch()
     env = {**os.environ, "SLURM_CONF": str(conf)}
     ensure_users()
@@ -560,6 +570,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--user-cpus", type=int, default=0,
                    help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
                         "and no job asks more (needs --accounting)")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per node (gres/gpu, stood in for by device files)")
     p.add_argument("--bf", default="", metavar="PARAMS",
                    help="more SchedulerParameters, e.g. bf_max_job_user=4,bf_min_age_reserve=120")
     args = p.parse_args(argv)
@@ -582,7 +593,7 @@ def main(argv: list[str] | None = None) -> None:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
-              bf_extra=args.bf)
+              bf_extra=args.bf, gpus=args.gpus)
     try:
         env = start(lab)
         if args.action == "start":

@@ -62,6 +62,7 @@ class Request:
     cpus: int  # min_cpus: the whole job's
     whole: bool  # whole nodes (an exclusive partition or job, select/linear)
     wall: int  # seconds
+    gpus: int = 0  # GPUs on each of its nodes (a shared node qualifies only with that many free)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Held:
     cores: dict[int, int]
     sole: int = 0
     shared: dict[int, int] = field(default_factory=dict)
+    gpus: int = 0  # GPUs it holds on each of its nodes
 
 
 @dataclass
@@ -203,11 +205,12 @@ class NodeSpace:
 
 @dataclass
 class Usage:
-    """Cores in use on each node now, and the running jobs in order of their ends."""
+    """Cores (and GPUs) in use on each node now, and the running jobs in order of their ends."""
 
     ncores: list[int]
     used: list[int]
     running: list[Held] = field(default_factory=list)
+    free_gpus: list[int] = field(default_factory=list)  # per node (empty: no node has GPUs)
 
     def __post_init__(self) -> None:
         self.idle = 0
@@ -248,6 +251,8 @@ class Usage:
         job.sole, job.shared = 0, {}
         for n, c in job.cores.items():
             self.used[n] += c
+            if job.gpus and self.free_gpus:
+                self.free_gpus[n] -= job.gpus
             self._note(n, self.ncores[n], self.used[n])
             count = self.jobs_on.get(n, 0)
             if count == 0:
@@ -307,11 +312,12 @@ class Plan:
         return floor_to(min(ends) + self.resolution - 1, self.resolution, self.offset)  # rounded up
 
     # -- the will-run test ----------------------------------------------------------------------
-    def select(self, req: Request, avail: int, freed_idle: int = 0,
-               freed: dict[int, int] | None = None) -> dict[int, int] | None:
+    def select(self, req: Request, avail: int, freed_idle: int = 0, freed: dict[int, int] | None = None,
+               freed_gpus: dict[int, int] | None = None) -> dict[int, int] | None:
         """The nodes and cores the select plugin gives ``req`` among ``avail`` once the nodes
-        ``freed_idle`` are idle and the cores in ``freed`` (on shared nodes) are free too: best
-        fit among runs of consecutive usable nodes (``_eval_nodes``). None if they do not
+        ``freed_idle`` are idle and the cores in ``freed`` and GPUs in ``freed_gpus`` (on shared
+        nodes) are free too: best fit among runs of consecutive usable nodes (``_eval_nodes``);
+        a partly used node only with the GPUs ``req`` asks free on it. None if they do not
         suffice.  O(runs × bits / 64 + partly used nodes)."""
         u = self.usage
         ncores, used = u.ncores, u.used
@@ -328,6 +334,10 @@ class Plan:
             for n, free in u.partial.items():
                 if n not in part and (avail >> n) & 1 and not (idle >> n) & 1:
                     part[n] = free
+        if req.gpus and u.free_gpus:  # (an idle node has all its GPUs: eligibility asked for them)
+            gpus_back = freed_gpus or {}
+            for n in [n for n in part if u.free_gpus[n] + gpus_back.get(n, 0) < req.gpus]:
+                del part[n]
         usable = idle
         for n in part:
             usable |= 1 << n
@@ -400,6 +410,7 @@ class Plan:
         jobs = self.usage.running
         count, epoch = len(jobs), self.epoch
         freed: dict[int, int] = {}
+        freed_gpus: dict[int, int] = {}
         freed_idle = 0
         window, end_time, i, more = WILL_RUN_WINDOW, None, 0, True
         while more:
@@ -419,6 +430,8 @@ class Plan:
                 if held.shared:
                     for n, c in held.shared.items():
                         freed[n] = freed.get(n, 0) + c
+                        if held.gpus:
+                            freed_gpus[n] = freed_gpus.get(n, 0) + held.gpus
                 if i >= count:
                     more = False
                     break
@@ -429,7 +442,7 @@ class Plan:
             window *= 2
             while i < count and jobs[i].end > end_time + window:
                 window *= 2
-            found = self.select(req, avail, freed_idle, freed)
+            found = self.select(req, avail, freed_idle, freed, freed_gpus)
             if found is not None:
                 return (last.end if last.end > self.now else self.now + 1), found
         return None
@@ -475,7 +488,7 @@ class Plan:
             for n in cores:
                 nodes |= 1 << n
             if start <= now:
-                self.start(Held(now + req.wall, nodes, cores), req.whole)
+                self.start(Held(now + req.wall, nodes, cores, gpus=req.gpus), req.whole)
                 return Planned(now, cores, False)
             if later and start > later:
                 start_res = later
@@ -562,7 +575,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         whole = _whole(job, config)
         partition = machine.for_job(job, 1 if whole else None)
         req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                      job.wall)
+                      job.wall, job.gpus_per_node)
         now_only = bool(limits) and limits.reserves_nothing(
             batch_priority(job, sim.sorter, 0), now - job.queued, reserved[job.queue])
         result = plan.place(req, partition, max(0, job.arrival), now_only)
@@ -607,7 +620,7 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
     start_res = max(0, job.arrival)
     taken, start_res, _ = plan._reserved(start_res, job.wall, partition & plan.up)
     req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                  job.wall)
+                  job.wall, job.gpus_per_node)
     found = plan.will_run(req, partition & plan.up & ~taken)
     if found is None:
         return None
@@ -635,7 +648,8 @@ def _on_nodes(job: Job) -> bool:
 def _held(job: Job, machine) -> Held:
     """A running job as the pass sees it: ending at its start plus its limit."""
     cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
-    return Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores)
+    return Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores,
+                gpus=job.gpus_per_node)
 
 
 def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | frozenset[Job] = frozenset()) -> Plan:
@@ -649,6 +663,7 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         if node.usable:
             up |= 1 << node.index
     used = [0] * len(ncores)
+    gpus = [node.gpus for node in machine.nodes] if any(node.gpus for node in machine.nodes) else []
     held: list[Held] = []
     for job in snap.jobs:
         if not job.running or not _on_nodes(job) or job in aside:
@@ -656,10 +671,12 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         job_held = _held(job, machine)
         for n, c in job_held.cores.items():
             used[n] += c
+            if gpus:
+                gpus[n] -= job_held.gpus
         held.append(job_held)
     reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
                     for res in snap.reservations if isinstance(res.resources, NodeCores)]
-    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held), up, snap.epoch,
+    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, gpus), up, snap.epoch,
                 config.resolution or 60, config.plan_window, reservations, now)
 
 

@@ -324,6 +324,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
 
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)")  # gpu:4, gpu:a100:4(S:0-1), in a Gres list
 _TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)")  # the untyped total, not gres/gpu:a100=4
+_TRES_PER_GPU = re.compile(r"(?:^|,)gres[:/]gpu(?::[^:,=]+)?[:=](\d+)")  # gres:gpu:4, gres/gpu:a100:4, gres/gpu=1
 
 
 def node_gpus(node: dict[str, str]) -> int:
@@ -341,19 +342,32 @@ def node_gpus(node: dict[str, str]) -> int:
 
 
 def job_gpus(job: dict[str, str], nodes: int) -> int:
-    """A job's GPUs: ``TRES``'s ``gres/gpu=N`` (what it holds, or asks while pending), else
-    ``TresPerNode``'s count (``gres:gpu:4``, ``gres/gpu:4``) times its nodes.
+    """A job's GPUs: ``TRES``'s ``gres/gpu=N`` (what it holds, or asks while pending, where the
+    site accounts GPUs), else what a running job holds (``JOB_GRES``: ``gpu:3``,
+    ``gpu:a100:4``), else what it asks: ``TresPerNode``'s count (``gres:gpu:4``, ``gres/gpu:4``)
+    times its nodes, ``TresPerJob``'s (``--gpus``), or ``TresPerTask``'s times its tasks.
 
     >>> job_gpus({"TRES": "cpu=8,mem=4G,node=2,billing=8,gres/gpu=8,gres/gpu:a100=8"}, 2)
     8
     >>> job_gpus({"TresPerNode": "gres:gpu:a100:4"}, 3), job_gpus({"TRES": "cpu=1,node=1"}, 1)
     (12, 0)
+    >>> job_gpus({"JOB_GRES": "gpu:1", "TresPerJob": "gres:gpu:1"}, 1), job_gpus({"TresPerJob": "gres/gpu:3"}, 2)
+    (1, 3)
+    >>> job_gpus({"TresPerTask": "cpu=2,gres/gpu=1", "NumTasks": "4"}, 2)
+    4
     """
     tres = _TRES_GPU.search(job.get("TRES", ""))
     if tres:
         return int(tres.group(1))
-    per_node = re.search(r"(?:^|,)gres[:/]gpu(?::[^:,]+)?:(\d+)", job.get("TresPerNode", ""))
-    return int(per_node.group(1)) * nodes if per_node else 0
+    held = sum(int(count) for count in _GRES_GPU.findall(job.get("JOB_GRES", "")))
+    if held:
+        return held
+    tasks = _count(job.get("NumTasks", "1"))
+    for key, times in (("TresPerNode", nodes), ("TresPerJob", 1), ("TresPerTask", int(tasks) if tasks.isdigit() else 1)):
+        asked = _TRES_PER_GPU.search(job.get(key, ""))
+        if asked:
+            return int(asked.group(1)) * times
+    return 0
 
 
 def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]) -> dict[str, str]:
