@@ -80,6 +80,7 @@ class Lab:
     user_cpus: int = 0  # the normal QOS's MaxTRESPerUser=cpu (0: none), as sites limit the cores a user holds
     bf_extra: str = ""  # more SchedulerParameters (bf_max_job_user=4,...), as sites limit their backfill
     gpus: int = 0  # GPUs per node (gres/gpu; device files stand in for them), as GPU sites share nodes
+    memory: bool = False  # memory a consumable (CR_Core_Memory, 100 MB a CPU by default), as most shared sites
 
     @property
     def munge_socket(self) -> Path:
@@ -139,7 +140,8 @@ def slurm_conf(lab: Lab) -> str:
         f"SchedulerParameters=bf_interval={lab.bf_interval},bf_resolution=60,bf_window=1440,bf_continue"
         + (f",{lab.bf_extra}" if lab.bf_extra else ""),
         "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
+        f"SelectTypeParameters={'CR_Core_Memory' if lab.memory else 'CR_Core'}",
+        *(["DefMemPerCPU=100"] if lab.memory else []),
         f"PriorityType=priority/{'multifactor' if lab.priority == 'fairshare' else lab.priority}",
         "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none",
@@ -571,6 +573,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
                         "and no job asks more (needs --accounting)")
     p.add_argument("--gpus", type=int, default=0, help="GPUs per node (gres/gpu, stood in for by device files)")
+    p.add_argument("--memory", action="store_true",
+                   help="memory a consumable (CR_Core_Memory, DefMemPerCPU=100; each node has 1,000 MB)")
     p.add_argument("--bf", default="", metavar="PARAMS",
                    help="more SchedulerParameters, e.g. bf_max_job_user=4,bf_min_age_reserve=120")
     args = p.parse_args(argv)
@@ -593,7 +597,7 @@ def main(argv: list[str] | None = None) -> None:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
-              bf_extra=args.bf, gpus=args.gpus)
+              bf_extra=args.bf, gpus=args.gpus, memory=args.memory)
     try:
         env = start(lab)
         if args.action == "start":

@@ -53,6 +53,8 @@ OPTIONAL: dict[str, str] = {
                             "bf_min_age_reserve)",
     "plan_part_count_reserve": "plan=slurm reserves for at most this many jobs of one partition "
                                "(Slurm's bf_job_part_count_reserve)",
+    "consumable_memory": "yes: plan=slurm counts memory on shared nodes as cores are counted (Slurm's "
+                         "SelectTypeParameters=CR_*_Memory); no (default): a job only needs a node that has its memory",
     "plan_array_resv": "plan=slurm plans at most this many waiting tasks of one job array in its pass, each "
                        "holding its nodes (Slurm's bf_max_job_array_resv; default 20)",
     "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
@@ -113,6 +115,7 @@ class Configuration:
     plan_time: int | None = None  # epoch second of the batch system's last plan, if known
     plan_limits: PlanLimits = field(default_factory=PlanLimits)  # what Slurm's pass tests and reserves
     plan_array_resv: int = ARRAY_RESV  # waiting tasks of one array plan=slurm plans (bf_max_job_array_resv)
+    consumable_memory: bool = False  # plan=slurm counts memory on shared nodes (CR_*_Memory)
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -171,6 +174,7 @@ class Configuration:
         limits = PlanLimits(**{f.name: _count(merged, f"plan_{f.name}", label, report) or 0
                                for f in fields(PlanLimits) if f"plan_{f.name}" in merged})
         array_resv = _count(merged, "plan_array_resv", label, report) if "plan_array_resv" in merged else ARRAY_RESV
+        memory = _flag(merged, "consumable_memory", label, report) if "consumable_memory" in merged else False
         if len(report.errors) > before or formula is None:
             return None
         policy = Policy(
@@ -187,7 +191,7 @@ class Configuration:
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
                    exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time, limits,
-                   ARRAY_RESV if array_resv is None else array_resv)
+                   ARRAY_RESV if array_resv is None else array_resv, bool(memory))
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

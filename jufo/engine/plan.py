@@ -62,7 +62,8 @@ class Request:
     cpus: int  # min_cpus: the whole job's
     whole: bool  # whole nodes (an exclusive partition or job, select/linear)
     wall: int  # seconds
-    gpus: int = 0  # GPUs on each of its nodes (a shared node qualifies only with that many free)
+    extra: tuple[int, int] = (0, 0)  # GPUs and MB of memory on each of its nodes (``Usage.free``)
+    mem_per_cpu: int = 0  # MB for each of its CPUs (--mem-per-cpu): caps the CPUs a node's free memory gives
 
 
 @dataclass
@@ -76,7 +77,12 @@ class Held:
     cores: dict[int, int]
     sole: int = 0
     shared: dict[int, int] = field(default_factory=dict)
-    gpus: int = 0  # GPUs it holds on each of its nodes
+    extra: tuple[int, int] = (0, 0)  # GPUs and MB of memory it holds on each of its nodes
+    mem_per_core: int = 0  # else MB for each of its cores there
+
+    def amounts(self, n: int) -> tuple[int, int]:
+        """The GPUs and MB of memory it holds on node ``n``."""
+        return self.extra[0], self.mem_per_core * self.cores[n] if self.mem_per_core else self.extra[1]
 
 
 @dataclass
@@ -86,6 +92,15 @@ class Planned:
     start: int
     cores: dict[int, int]
     held: bool  # a hold was added to the map (the start is in the future and within the window)
+
+
+def runs_of(mask: int) -> list[int]:
+    """The set bits of ``mask``, lowest first.  O(bits).
+
+    >>> runs_of(0b1010)
+    [1, 3]
+    """
+    return [n for first, last in runs(mask) for n in range(first, last + 1)]
 
 
 def runs(mask: int) -> Iterable[tuple[int, int]]:
@@ -210,7 +225,10 @@ class Usage:
     ncores: list[int]
     used: list[int]
     running: list[Held] = field(default_factory=list)
-    free_gpus: list[int] = field(default_factory=list)  # per node (empty: no node has GPUs)
+    # per node, the GPUs and the MB of memory free now: a shared node takes a job only with what
+    # it asks of each free (an empty list: not counted, no node has GPUs or memory is no consumable)
+    free: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))
+    memory: list[int] = field(default_factory=list)  # MB of each node (where memory is counted)
 
     def __post_init__(self) -> None:
         self.idle = 0
@@ -251,8 +269,9 @@ class Usage:
         job.sole, job.shared = 0, {}
         for n, c in job.cores.items():
             self.used[n] += c
-            if job.gpus and self.free_gpus:
-                self.free_gpus[n] -= job.gpus
+            for k, amount in enumerate(job.amounts(n)):
+                if amount and self.free[k]:
+                    self.free[k][n] -= amount
             self._note(n, self.ncores[n], self.used[n])
             count = self.jobs_on.get(n, 0)
             if count == 0:
@@ -313,12 +332,12 @@ class Plan:
 
     # -- the will-run test ----------------------------------------------------------------------
     def select(self, req: Request, avail: int, freed_idle: int = 0, freed: dict[int, int] | None = None,
-               freed_gpus: dict[int, int] | None = None) -> dict[int, int] | None:
+               freed_extra: tuple[dict[int, int], dict[int, int]] = ({}, {})) -> dict[int, int] | None:
         """The nodes and cores the select plugin gives ``req`` among ``avail`` once the nodes
-        ``freed_idle`` are idle and the cores in ``freed`` and GPUs in ``freed_gpus`` (on shared
-        nodes) are free too: best fit among runs of consecutive usable nodes (``_eval_nodes``);
-        a partly used node only with the GPUs ``req`` asks free on it. None if they do not
-        suffice.  O(runs × bits / 64 + partly used nodes)."""
+        ``freed_idle`` are idle and the cores in ``freed`` and GPUs and memory in ``freed_extra``
+        (on shared nodes) are free too: best fit among runs of consecutive usable nodes
+        (``_eval_nodes``); a partly used node only with the GPUs and memory ``req`` asks free on
+        it. None if they do not suffice.  O(runs × bits / 64 + partly used nodes)."""
         u = self.usage
         ncores, used = u.ncores, u.used
         idle = (u.idle | freed_idle) & avail
@@ -334,10 +353,22 @@ class Plan:
             for n, free in u.partial.items():
                 if n not in part and (avail >> n) & 1 and not (idle >> n) & 1:
                     part[n] = free
-        if req.gpus and u.free_gpus:  # (an idle node has all its GPUs: eligibility asked for them)
-            gpus_back = freed_gpus or {}
-            for n in [n for n in part if u.free_gpus[n] + gpus_back.get(n, 0) < req.gpus]:
-                del part[n]
+        for need, free, back in zip(req.extra, u.free, freed_extra):  # (an idle node has them all:
+            if need and free:  # eligibility asked for them)
+                for n in [n for n in part if free[n] + back.get(n, 0) < need]:
+                    del part[n]
+        if req.mem_per_cpu and u.memory:  # a node gives as many CPUs as its free memory pays for
+            back = freed_extra[1]
+            for n in list(part):
+                part[n] = min(part[n], (u.free[1][n] + back.get(n, 0)) // req.mem_per_cpu)
+                if part[n] <= 0:
+                    del part[n]
+            if not req.whole:
+                for n in runs_of(idle):
+                    if u.memory[n] // req.mem_per_cpu < ncores[n]:
+                        idle &= ~(1 << n)
+                        if u.memory[n] >= req.mem_per_cpu:
+                            part[n] = u.memory[n] // req.mem_per_cpu
         usable = idle
         for n in part:
             usable |= 1 << n
@@ -410,7 +441,7 @@ class Plan:
         jobs = self.usage.running
         count, epoch = len(jobs), self.epoch
         freed: dict[int, int] = {}
-        freed_gpus: dict[int, int] = {}
+        freed_extra: tuple[dict[int, int], dict[int, int]] = ({}, {})
         freed_idle = 0
         window, end_time, i, more = WILL_RUN_WINDOW, None, 0, True
         while more:
@@ -430,8 +461,9 @@ class Plan:
                 if held.shared:
                     for n, c in held.shared.items():
                         freed[n] = freed.get(n, 0) + c
-                        if held.gpus:
-                            freed_gpus[n] = freed_gpus.get(n, 0) + held.gpus
+                        for amount, back in zip(held.amounts(n), freed_extra):
+                            if amount:
+                                back[n] = back.get(n, 0) + amount
                 if i >= count:
                     more = False
                     break
@@ -442,7 +474,7 @@ class Plan:
             window *= 2
             while i < count and jobs[i].end > end_time + window:
                 window *= 2
-            found = self.select(req, avail, freed_idle, freed, freed_gpus)
+            found = self.select(req, avail, freed_idle, freed, freed_extra)
             if found is not None:
                 return (last.end if last.end > self.now else self.now + 1), found
         return None
@@ -488,7 +520,7 @@ class Plan:
             for n in cores:
                 nodes |= 1 << n
             if start <= now:
-                self.start(Held(now + req.wall, nodes, cores, gpus=req.gpus), req.whole)
+                self.start(Held(now + req.wall, nodes, cores, extra=req.extra, mem_per_core=req.mem_per_cpu), req.whole)
                 return Planned(now, cores, False)
             if later and start > later:
                 start_res = later
@@ -575,7 +607,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         whole = _whole(job, config)
         partition = machine.for_job(job, 1 if whole else None)
         req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                      job.wall, job.gpus_per_node)
+                      job.wall, _extra(job), _mem_per_cpu(job))
         now_only = bool(limits) and limits.reserves_nothing(
             batch_priority(job, sim.sorter, 0), now - job.queued, reserved[job.queue])
         result = plan.place(req, partition, max(0, job.arrival), now_only)
@@ -620,7 +652,7 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
     start_res = max(0, job.arrival)
     taken, start_res, _ = plan._reserved(start_res, job.wall, partition & plan.up)
     req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                  job.wall, job.gpus_per_node)
+                  job.wall, _extra(job), _mem_per_cpu(job))
     found = plan.will_run(req, partition & plan.up & ~taken)
     if found is None:
         return None
@@ -649,7 +681,7 @@ def _held(job: Job, machine) -> Held:
     """A running job as the pass sees it: ending at its start plus its limit."""
     cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
     return Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores,
-                gpus=job.gpus_per_node)
+                extra=_extra(job), mem_per_core=_mem_per_cpu(job))
 
 
 def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | frozenset[Job] = frozenset()) -> Plan:
@@ -663,7 +695,8 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         if node.usable:
             up |= 1 << node.index
     used = [0] * len(ncores)
-    gpus = [node.gpus for node in machine.nodes] if any(node.gpus for node in machine.nodes) else []
+    free = ([node.gpus for node in machine.nodes] if any(node.gpus for node in machine.nodes) else [],
+            [node.memory or 0 for node in machine.nodes] if config.consumable_memory else [])
     held: list[Held] = []
     for job in snap.jobs:
         if not job.running or not _on_nodes(job) or job in aside:
@@ -671,13 +704,26 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         job_held = _held(job, machine)
         for n, c in job_held.cores.items():
             used[n] += c
-            if gpus:
-                gpus[n] -= job_held.gpus
+            for k, amount in enumerate(job_held.amounts(n)):
+                if free[k]:
+                    free[k][n] -= amount
         held.append(job_held)
     reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
                     for res in snap.reservations if isinstance(res.resources, NodeCores)]
-    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, gpus), up, snap.epoch,
+    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free,
+                      [node.memory or 0 for node in machine.nodes] if config.consumable_memory else []), up, snap.epoch,
                 config.resolution or 60, config.plan_window, reservations, now)
+
+
+def _extra(job: Job) -> tuple[int, int]:
+    """What a job asks (or holds) on each node besides cores: GPUs, and MB of memory."""
+    return job.gpus_per_node, job.memory
+
+
+def _mem_per_cpu(job: Job) -> int:
+    """MB a job asks for each CPU (``mempercpu``, from Slurm's ``--mem-per-cpu``), 0: none."""
+    raw = job.data.get("mempercpu", "").strip()
+    return int(raw) if raw.isdigit() else 0
 
 
 def _mask_of(nodes: Iterable[int]) -> int:

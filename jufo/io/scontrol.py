@@ -12,6 +12,7 @@ column, never an input to the simulation.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -294,6 +295,9 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         gpus = node_gpus(node)
         if gpus:
             data["gpus"] = str(gpus)
+        spec, real = node.get("MemSpecLimit", ""), node.get("RealMemory", "")
+        if spec.isdigit() and real.isdigit() and int(spec):  # memory kept for the system: jobs get the rest
+            data["availmem"] = str(max(0, int(real) - int(spec)))
         if name in classes:
             data["classes"] = classes[name]
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
@@ -370,6 +374,25 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
     return 0
 
 
+_UNITS_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def job_memory(job: dict[str, str]) -> tuple[int, int]:
+    """MB a job asks on each node (``MinMemoryNode``: ``--mem``) or for each CPU
+    (``MinMemoryCPU``: ``--mem-per-cpu``, or the site's ``DefMemPerCPU``), as ``(per node,
+    per CPU)``; 0 where not asked (``--mem=0``: all of a node's, taken as not asked).
+
+    >>> job_memory({"MinMemoryNode": "700M"}), job_memory({"MinMemoryCPU": "1.5G", "NumCPUs": "8"}), job_memory({})
+    ((700, 0), (0, 1536), (0, 0))
+    """
+    for k, key in enumerate(("MinMemoryNode", "MinMemoryCPU")):
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)", job.get(key, "").strip().upper())
+        if m:
+            mb = math.ceil(float(m.group(1)) * _UNITS_MB[m.group(2) or "M"])
+            return (mb, 0) if k == 0 else (0, mb)
+    return 0, 0
+
+
 def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]) -> dict[str, str]:
     """One job in LLview 2's keys (and ``exclusive``, ``prioritytier``, which jufo reads too)."""
     state, reason = job.get("JobState", ""), job.get("Reason", "")
@@ -420,6 +443,11 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
     gpus = job_gpus(job, int(nodes))
     if gpus:
         data["totalgpus"] = str(gpus)
+    per_node, per_cpu = job_memory(job)
+    if per_node:
+        data["reqmem"] = str(per_node)  # MB on each node (the node must have it)
+    if per_cpu:
+        data["mempercpu"] = str(per_cpu)  # MB for each CPU (counted where memory is a consumable)
     if job.get("Features", "(null)") not in ("(null)", ""):
         data["constraint"] = job["Features"]  # --constraint: only nodes with these features
     if _exclusive_job(job):
@@ -546,8 +574,11 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         raise InputError(config_name, "SelectType", select, f"not one of {', '.join(_SELECTS)}")
     settings["node_sharing"] = "no" if select == "select/linear" else "yes"
     select_params = config.get("SelectTypeParameters", "").upper()
-    if "MEMORY" in select_params:
-        notes.append(f"SelectTypeParameters={select_params}: memory is checked only where jobs and nodes give it")
+    if "MEMORY" in select_params and select != "select/linear":
+        settings["consumable_memory"] = "yes"
+        notes.append(f"SelectTypeParameters={select_params}: Slurm's own estimate (the walltime-only forecast) "
+                     "counts memory on shared nodes; the simulation (the forecast with a history) only asks that "
+                     "a node has the memory a job needs")
     prio = config.get("PriorityType", "")
     if prio == "priority/basic":
         settings["system_sysprio"] = "-DATEqueuedate"
