@@ -813,3 +813,15 @@ def test_memory_kept_for_the_system_is_not_given_to_jobs(tmp_path):
     raw = tmp_path / "raw.xml"
     assert run("slurm", "snapshot", "--from", str(spec), "-o", str(raw)).exit_code == 0
     assert {o.data["availmem"] for o in lml.read(str(raw)).of_type("node")} == {"800"}
+
+
+def test_a_node_that_gives_no_memory_is_short_of_none(tmp_path):
+    """Where the nodes' memory is not known, a job asking memory per CPU takes cores as if
+    memory did not bind: job 17 (4 CPUs at 300 MB) starts at once beside job 16 on n04."""
+    folder = tmp_path / "nomem"
+    shutil.copytree(MEMORY / "per-cpu", folder)
+    text = (folder / "node.txt").read_text()
+    (folder / "node.txt").write_text(re.sub(r" RealMemory=\d+", "", text))
+    (tmp_path / "known").mkdir()
+    known = _forecasts_against_slurm(tmp_path / "known", MEMORY / "per-cpu")
+    assert _forecasts_against_slurm(tmp_path, folder)["17"][0] < known["17"][0] == known["17"][1]

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .snapshot import Snapshot
 
 WILL_RUN_WINDOW = 30  # seconds: the first batch of running jobs' ends in _will_run_test
+UNKNOWN_MB = 1 << 40  # a node that gives no memory: no job is short of it there
 
 
 @dataclass
@@ -220,7 +221,7 @@ class NodeSpace:
 
 @dataclass
 class Usage:
-    """Cores (and GPUs) in use on each node now, and the running jobs in order of their ends."""
+    """Cores (GPUs, memory) in use on each node now, and the running jobs in order of their ends."""
 
     ncores: list[int]
     used: list[int]
@@ -232,6 +233,8 @@ class Usage:
 
     def __post_init__(self) -> None:
         self.idle = 0
+        # the least MB per core of a node: a job asking no more per CPU may have all cores of any
+        self.mem_per_core = min((m // max(1, c) for m, c in zip(self.memory, self.ncores)), default=0)
         self.partial: dict[int, int] = {}  # node → free cores, for nodes neither idle nor full
         for n, (have, busy) in enumerate(zip(self.ncores, self.used)):
             self._note(n, have, busy)
@@ -363,7 +366,7 @@ class Plan:
                 part[n] = min(part[n], (u.free[1][n] + back.get(n, 0)) // req.mem_per_cpu)
                 if part[n] <= 0:
                     del part[n]
-            if not req.whole:
+            if not req.whole and req.mem_per_cpu > u.mem_per_core:  # (else no idle node is short)
                 for n in runs_of(idle):
                     if u.memory[n] // req.mem_per_cpu < ncores[n]:
                         idle &= ~(1 << n)
@@ -695,8 +698,9 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         if node.usable:
             up |= 1 << node.index
     used = [0] * len(ncores)
-    free = ([node.gpus for node in machine.nodes] if any(node.gpus for node in machine.nodes) else [],
-            [node.memory or 0 for node in machine.nodes] if config.consumable_memory else [])
+    memory = [UNKNOWN_MB if node.memory is None else node.memory for node in machine.nodes] \
+        if config.consumable_memory else []
+    free = ([node.gpus for node in machine.nodes] if any(node.gpus for node in machine.nodes) else [], list(memory))
     held: list[Held] = []
     for job in snap.jobs:
         if not job.running or not _on_nodes(job) or job in aside:
@@ -710,8 +714,7 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         held.append(job_held)
     reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
                     for res in snap.reservations if isinstance(res.resources, NodeCores)]
-    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free,
-                      [node.memory or 0 for node in machine.nodes] if config.consumable_memory else []), up, snap.epoch,
+    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free, memory), up, snap.epoch,
                 config.resolution or 60, config.plan_window, reservations, now)
 
 
