@@ -22,6 +22,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..io.dates import parse_date, parse_seconds
+from ..io.hostlist import expand_hostlist
 from ..io.errors import Report
 from ..io.lml import LmlObject
 from .node import name_pairs, parse_memory, parse_nodelist
@@ -59,6 +60,7 @@ class Job:
     memory: int = 0  # MB per node (``memory`` or ``reqmem``): only nodes that have it qualify
     # Slurm's --constraint (``constraint``): only nodes with one of these sets of features qualify
     constraint: tuple[frozenset[str], ...] | None = None
+    allowed: int | None = None  # mask of the nodes it may use (--nodelist, --exclude); None: any
     started: int | None = None  # running jobs: dispatch date
     nodelist: str | None = None  # running jobs: where they run
     reason: str | None = None  # why the job gets no start
@@ -252,6 +254,34 @@ class JobReader:
                              f"{-job.started - runtime} s (suspended?); the job is taken to have run {runtime} s")
             job.started = -runtime
 
+    def _allowed(self, obj: LmlObject, nodes: int) -> int | None:
+        """The nodes a job may use: those it names (``reqnodes``, Slurm's ``--nodelist``) where
+        they are as many as it asks (with fewer, it may add others: not held to), less those
+        it excludes (``excnodes``, ``--exclude``). Names of no node are left out with a
+        warning.  O(names)."""
+        masks = []
+        for key in ("reqnodes", "excnodes"):
+            raw, mask = obj.data.get(key, "").strip(), 0
+            if raw:
+                try:
+                    names = expand_hostlist(raw)
+                except ValueError as err:
+                    self.report.warn(obj.label, key, raw, f"{err}; placed without it")
+                    names = []
+                unknown = [name for name in names if name not in self.nodes]
+                if unknown:
+                    self.report.warn(obj.label, key, raw, f"names no node of the snapshot ({unknown[0]}); left out")
+                for name in names:
+                    if name in self.nodes:
+                        mask |= 1 << self.nodes[name].index
+            masks.append(mask)
+        required, excluded = masks
+        if required and required.bit_count() >= nodes:
+            return required & ~excluded
+        if excluded:
+            return ~excluded
+        return None
+
     def _nodelist(self, d: dict[str, str]) -> str:
         """The node list without the GPU entries LML_da's combiner appends for ``gpulist``:
         ``(node,ncores+gpu)`` per GPU, which would read as tasks on cores the node lacks."""
@@ -363,6 +393,8 @@ class JobReader:
                 job.constraint = parse_constraint(obj.data["constraint"])
             except ValueError as err:
                 self.report.warn(obj.label, "constraint", obj.data["constraint"], f"{err}; placed without it")
+        if obj.data.get("reqnodes", "").strip() or obj.data.get("excnodes", "").strip():
+            job.allowed = self._allowed(obj, nodes)
         if obj.data.get("switches", "").strip():
             try:
                 job.switches, job.switch_wait = parse_switches(obj.data["switches"])

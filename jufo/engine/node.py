@@ -138,9 +138,11 @@ class Machine:
     def for_job(self, job: Any, cores: int | None = None, queue: str | None = None) -> int:
         """Mask of nodes that may hold ``cores`` (default: its cores per node) of ``job``: its
         queue (or ``queue``, one it may go to), GPUs, memory and constraint (``eligible``,
-        cached).  O(groups) once per ask."""
-        return self.eligible(job.queue if queue is None else queue, job.cores_per_node if cores is None else cores,
+        cached), and the nodes it names or excludes (``allowed``).  O(groups) once per ask."""
+        mask = self.eligible(job.queue if queue is None else queue, job.cores_per_node if cores is None else cores,
                              job.gpus_per_node, job.memory, job.constraint)
+        allowed = getattr(job, "allowed", None)  # --nodelist, --exclude
+        return mask if allowed is None else mask & allowed
 
     def _restricted(self, queue: str) -> dict[int, int]:
         """Nodes where ``queue`` may use some but not all cores: node index → limit."""

@@ -259,8 +259,9 @@ class NodeState(SystemState):
 
     def _per_node(self, job: Job) -> tuple:
         if job.switches is not None and self.machine.has_switches:  # comparable only with the same ask
-            return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.switches, job.switches_until
-        return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint
+            return (job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed, job.switches,
+                    job.switches_until)
+        return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed
 
     def size_bound(self) -> int:
         """Nodes with at least one free core.  O(1) big-int popcount."""

@@ -443,6 +443,10 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
     gpus = job_gpus(job, int(nodes))
     if gpus:
         data["totalgpus"] = str(gpus)
+    if state == "PENDING":  # --nodelist, --exclude: only those nodes, none of these
+        for key, name in (("ReqNodeList", "reqnodes"), ("ExcNodeList", "excnodes")):
+            if job.get(key, "(null)") not in ("(null)", ""):
+                data[name] = job[key]
     per_node, per_cpu = job_memory(job)
     if per_node:
         data["reqmem"] = str(per_node)  # MB on each node (the node must have it)
