@@ -179,6 +179,11 @@ def slurm_conf(lab: Lab) -> str:
                      "OverSubscribe=EXCLUSIVE")
         lines.append(f"PartitionName=shared Nodes=n[{half + 1:02d}-{lab.nodes:02d}] MaxTime=INFINITE State=UP "
                      "OverSubscribe=NO")
+    elif lab.partitions == "overlap" and lab.nodes > 1:  # a higher tier on half of batch's nodes, as sites
+        lines.append(f"PartitionName=batch Nodes={lab.names} Default=YES MaxTime=INFINITE State=UP "  # give a
+                     "OverSubscribe=EXCLUSIVE PriorityTier=1")  # group or short jobs precedence
+        lines.append(f"PartitionName=prio Nodes=n[01-{half:02d}] MaxTime=INFINITE State=UP "
+                     "OverSubscribe=EXCLUSIVE PriorityTier=2")
     else:
         lines.append(f"PartitionName=batch Nodes={lab.names} Default=YES MaxTime=INFINITE State=UP "
                      "OverSubscribe=EXCLUSIVE")
@@ -558,7 +563,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--install", action="store_true", help="apt-get what is missing")
     p.add_argument("--priority", choices=["basic", "multifactor", "fairshare"], default="basic",
                    help="fairshare: multifactor with fair share (needs --accounting) and age weights")
-    p.add_argument("--partitions", choices=["exclusive", "mixed"], default="exclusive")
+    p.add_argument("--partitions", choices=["exclusive", "mixed", "overlap"], default="exclusive",
+                   help="exclusive: one partition; mixed: an exclusive and a core-shared one; overlap: a "
+                        "higher PriorityTier partition on half of the nodes of the exclusive one")
     p.add_argument("--ports", type=int, default=0, help="added to every port (a second lab beside a first)")
     p.add_argument("--debug", action="store_true", help="log every backfill pass in DIR/log/slurmctld.log")
     p.add_argument("--cancel", type=float, default=0.0,

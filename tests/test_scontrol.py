@@ -846,3 +846,15 @@ def test_node_lists_naming_no_node_are_left_out_with_a_warning(tmp_path):
     done = run("predict", str(raw), "-o", str(out))
     assert done.exit_code == 0
     assert "excnodes='n[01-03],x99': names no node of the snapshot (x99); left out" in done.stderr
+
+
+@pytest.mark.parametrize("case", ["tiers", "maxtime"])
+def test_a_job_pending_in_several_partitions_is_tested_at_the_highest_tier_that_admits_it(tmp_path, case):
+    """Slurm's queue holds a job pending in several partitions once for each, so it is first
+    tested at the highest ``PriorityTier`` among those whose ``MaxTime`` admits it. On captures
+    of a live Slurm (``tests/data/slurm/partitions/README.md``): every forecast within 60 s of
+    Slurm's ``StartTime`` and all but one to the second, where testing it at its first
+    partition's tier put two jobs of each 4 min 47 s to 9 min 38 s off."""
+    pairs = _forecasts_against_slurm(tmp_path, ROOT / "tests" / "data" / "slurm" / "partitions" / case)
+    assert all(abs(mine - slurms) <= 60 for mine, slurms in pairs.values()), pairs
+    assert sum(mine != slurms for mine, slurms in pairs.values()) <= (1 if case == "maxtime" else 0), pairs

@@ -275,10 +275,14 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     # CpuSpecList); LLview 2's adapter writes CPUTot, which would plan jobs onto them
     cpus = {node["NodeName"]: node.get("CPUEfctv", node.get("CPUTot", "1")) for node in nodes}
     classes: dict[str, str] = {}
-    tiers: dict[str, str] = {}
+    tiers: dict[str, tuple[str, int | None]] = {}  # partition → its PriorityTier and MaxTime (None: none)
     for k, part in enumerate(partitions):
         name = part["PartitionName"]
-        tiers[name] = part.get("PriorityTier", "1")
+        try:
+            most = seconds_of(part.get("MaxTime", "UNLIMITED"))
+        except ValueError:
+            most = None  # (the queue objects report it)
+        tiers[name] = (part.get("PriorityTier", "1"), most)
         for n in partition_nodes(part, k, text.names["partition"]):
             if n in cpus:
                 classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
@@ -393,7 +397,25 @@ def job_memory(job: dict[str, str]) -> tuple[int, int]:
     return 0, 0
 
 
-def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]) -> dict[str, str]:
+def _tier(job: dict[str, str], wall: str | None, tiers: dict[str, tuple[str, int | None]]) -> str:
+    """A job's partition's ``PriorityTier``. A job pending in several partitions is in Slurm's
+    queue once for each: it is first tested at the highest tier of those whose ``MaxTime``
+    admits it.
+
+    >>> tiers = {"batch": ("1", None), "prio": ("2", 3600)}
+    >>> [_tier({"Partition": "batch,prio"}, w, tiers) for w in ("600", "7200")], _tier({"Partition": "x"}, None, tiers)
+    (['2', '1'], '1')
+    """
+    def admits(name: str) -> bool:
+        most = tiers.get(name, ("1", None))[1]
+        return most is None or (wall is not None and wall.isdigit() and int(wall) <= most)
+
+    names = job.get("Partition", "").split(",")
+    names = [n for n in names if admits(n)] or names
+    return max((tiers.get(n, ("1", None))[0] for n in names), key=lambda t: int(t) if t.isdigit() else 0)
+
+
+def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tuple[str, int | None]]) -> dict[str, str]:
     """One job in LLview 2's keys (and ``exclusive``, ``prioritytier``, which jufo reads too)."""
     state, reason = job.get("JobState", ""), job.get("Reason", "")
     status, detailed = _status(state, reason)
@@ -456,7 +478,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, str]
         data["constraint"] = job["Features"]  # --constraint: only nodes with these features
     if _exclusive_job(job):
         data["exclusive"] = "yes"
-    data["prioritytier"] = tiers.get(job.get("Partition", ""), "1")
+    data["prioritytier"] = _tier(job, data.get("wall"), tiers)
     return {k: ("" if v == "(null)" else v) for k, v in data.items() if v not in ("", "(null)")}
 
 
