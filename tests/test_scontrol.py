@@ -858,3 +858,13 @@ def test_a_job_pending_in_several_partitions_is_tested_at_the_highest_tier_that_
     pairs = _forecasts_against_slurm(tmp_path, ROOT / "tests" / "data" / "slurm" / "partitions" / case)
     assert all(abs(mine - slurms) <= 60 for mine, slurms in pairs.values()), pairs
     assert sum(mine != slurms for mine, slurms in pairs.values()) <= (1 if case == "maxtime" else 0), pairs
+
+
+@pytest.mark.parametrize("case", ["split", "rounded"])
+def test_a_tasks_cpus_stay_on_one_node_as_a_live_slurm_keeps_them(tmp_path, case):
+    """``--cpus-per-task`` (``CPUs/Task``, jufo's ``tpt``) on a core-shared partition, on
+    captures of a live Slurm (``tests/data/slurm/tasks/README.md``): a node gives a job whole
+    tasks only, so every forecast is Slurm's ``StartTime`` to the second, where splitting a
+    4-CPU task over 3 free cores of one node and 1 of another started it 58 s early."""
+    pairs = _forecasts_against_slurm(tmp_path, ROOT / "tests" / "data" / "slurm" / "tasks" / case)
+    assert len(pairs) >= 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs

@@ -65,6 +65,7 @@ class Request:
     wall: int  # seconds
     extra: tuple[int, int] = (0, 0)  # GPUs and MB of memory on each of its nodes (``Usage.free``)
     mem_per_cpu: int = 0  # MB for each of its CPUs (--mem-per-cpu): caps the CPUs a node's free memory gives
+    per_task: int = 1  # CPUs of each of its tasks (--cpus-per-task): a task's CPUs are on one node
 
 
 @dataclass
@@ -235,6 +236,7 @@ class Usage:
         self.idle = 0
         # the least MB per core of a node: a job asking no more per CPU may have all cores of any
         self.mem_per_core = min((m // max(1, c) for m, c in zip(self.memory, self.ncores)), default=0)
+        self.core_counts = set(self.ncores)  # (a job's tasks fill a node of each exactly, or leave cores)
         self.partial: dict[int, int] = {}  # node → free cores, for nodes neither idle nor full
         for n, (have, busy) in enumerate(zip(self.ncores, self.used)):
             self._note(n, have, busy)
@@ -360,18 +362,23 @@ class Plan:
             if need and free:  # eligibility asked for them)
                 for n in [n for n in part if free[n] + back.get(n, 0) < need]:
                     del part[n]
-        if req.mem_per_cpu and u.memory:  # a node gives as many CPUs as its free memory pays for
+        cpt = 1 if req.whole else max(1, req.per_task)
+        per_cpu = req.mem_per_cpu if u.memory else 0
+        if per_cpu or cpt > 1:  # a node gives whole tasks, and as many CPUs as its free memory pays for
             back = freed_extra[1]
             for n in list(part):
-                part[n] = min(part[n], (u.free[1][n] + back.get(n, 0)) // req.mem_per_cpu)
+                have = min(part[n], (u.free[1][n] + back.get(n, 0)) // per_cpu) if per_cpu else part[n]
+                part[n] = have - have % cpt
                 if part[n] <= 0:
                     del part[n]
-            if not req.whole and req.mem_per_cpu > u.mem_per_core:  # (else no idle node is short)
-                for n in runs_of(idle):
-                    if u.memory[n] // req.mem_per_cpu < ncores[n]:
+            if not req.whole and (per_cpu > u.mem_per_core or any(c % cpt for c in u.core_counts)):
+                for n in runs_of(idle):  # (else no idle node is short)
+                    have = min(ncores[n], u.memory[n] // per_cpu) if per_cpu else ncores[n]
+                    have -= have % cpt
+                    if have < ncores[n]:
                         idle &= ~(1 << n)
-                        if u.memory[n] >= req.mem_per_cpu:
-                            part[n] = u.memory[n] // req.mem_per_cpu
+                        if have > 0:
+                            part[n] = have
         usable = idle
         for n in part:
             usable |= 1 << n
@@ -419,7 +426,10 @@ class Plan:
                 have = cpus_of(n)
                 if max_nodes == 1 and have < rem_cpus:
                     continue
-                take = have if req.whole else min(have, max(rem_cpus - max(rem_nodes - 1, 0), 1))
+                take = have if req.whole else min(have, max(rem_cpus - max(rem_nodes - 1, 0) * cpt, cpt))
+                take -= take % cpt
+                if take <= 0:
+                    continue
                 chosen[n] = take
                 rem_cpus -= take
                 rem_nodes -= 1
@@ -610,7 +620,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         whole = _whole(job, config)
         partition = machine.for_job(job, 1 if whole else None)
         req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                      job.wall, _extra(job), _mem_per_cpu(job))
+                      job.wall, _extra(job), _mem_per_cpu(job), _per_task(job))
         now_only = bool(limits) and limits.reserves_nothing(
             batch_priority(job, sim.sorter, 0), now - job.queued, reserved[job.queue])
         result = plan.place(req, partition, max(0, job.arrival), now_only)
@@ -655,7 +665,7 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
     start_res = max(0, job.arrival)
     taken, start_res, _ = plan._reserved(start_res, job.wall, partition & plan.up)
     req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                  job.wall, _extra(job), _mem_per_cpu(job))
+                  job.wall, _extra(job), _mem_per_cpu(job), _per_task(job))
     found = plan.will_run(req, partition & plan.up & ~taken)
     if found is None:
         return None
@@ -727,6 +737,12 @@ def _mem_per_cpu(job: Job) -> int:
     """MB a job asks for each CPU (``mempercpu``, from Slurm's ``--mem-per-cpu``), 0: none."""
     raw = job.data.get("mempercpu", "").strip()
     return int(raw) if raw.isdigit() else 0
+
+
+def _per_task(job: Job) -> int:
+    """CPUs of each of a job's tasks (``tpt``, from Slurm's ``CPUs/Task``), 1 where not given."""
+    raw = job.data.get("tpt", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
 
 
 def _mask_of(nodes: Iterable[int]) -> int:
