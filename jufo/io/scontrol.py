@@ -386,7 +386,7 @@ def job_memory(job: dict[str, str]) -> tuple[int, int]:
     (``MinMemoryCPU``: ``--mem-per-cpu``, or the site's ``DefMemPerCPU``), as ``(per node,
     per CPU)``; 0 where not asked (``--mem=0``: all of a node's, taken as not asked).
 
-    >>> job_memory({"MinMemoryNode": "700M"}), job_memory({"MinMemoryCPU": "1.5G", "NumCPUs": "8"}), job_memory({})
+    >>> job_memory({"MinMemoryNode": "700M"}), job_memory({"MinMemoryCPU": "1.5G"}), job_memory({})
     ((700, 0), (0, 1536), (0, 0))
     """
     for k, key in enumerate(("MinMemoryNode", "MinMemoryCPU")):
