@@ -191,7 +191,7 @@ class Configuration:
         exclusive = frozenset(q.strip() for q in given.split(",") if q.strip()) if given.lower() != "none" else frozenset()
         return cls(algorithm, state, formula, policy, bool(sharing), merged, str(allocation),  # type: ignore[arg-type]
                    exclusive, bool(given), resolution or 0, str(plan), window or 0, plan_time, limits,
-                   ARRAY_RESV if array_resv is None else array_resv, bool(memory))
+                   array_resv or 0, bool(memory))
 
     def make_state(self, machine: Machine, queues: dict[str, Queue]) -> SystemState:
         """The SystemState factory."""

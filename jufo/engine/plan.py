@@ -43,7 +43,7 @@ from . import dependency
 from .configuration import YES_NO, Configuration
 from ..io.dates import floor_to, parse_date
 from .job import WAITING, WAITING_STATES, Job
-from .ranges import NodeCores, lowest
+from .ranges import NodeCores, bits_of, lowest
 from .simulation import batch_priority
 
 if TYPE_CHECKING:
@@ -94,15 +94,6 @@ class Planned:
     start: int
     cores: dict[int, int]
     held: bool  # a hold was added to the map (the start is in the future and within the window)
-
-
-def runs_of(mask: int) -> list[int]:
-    """The set bits of ``mask``, lowest first.  O(bits).
-
-    >>> runs_of(0b1010)
-    [1, 3]
-    """
-    return [n for first, last in runs(mask) for n in range(first, last + 1)]
 
 
 def runs(mask: int) -> Iterable[tuple[int, int]]:
@@ -372,7 +363,7 @@ class Plan:
                 if part[n] <= 0:
                     del part[n]
             if not req.whole and (per_cpu > u.mem_per_core or any(c % cpt for c in u.core_counts)):
-                for n in runs_of(idle):  # (else no idle node is short)
+                for n in bits_of(idle):  # (else no idle node is short)
                     have = min(ncores[n], u.memory[n] // per_cpu) if per_cpu else ncores[n]
                     have -= have % cpt
                     if have < ncores[n]:

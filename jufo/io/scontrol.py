@@ -275,14 +275,11 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     # CpuSpecList); LLview 2's adapter writes CPUTot, which would plan jobs onto them
     cpus = {node["NodeName"]: node.get("CPUEfctv", node.get("CPUTot", "1")) for node in nodes}
     classes: dict[str, str] = {}
-    tiers: dict[str, tuple[str, int | None]] = {}  # partition → its PriorityTier and MaxTime (None: none)
+    # partition → its PriorityTier and MaxTime (None: none), as read for the queue objects
+    tiers = {name: (data["prioritytier"], int(data["maxtime"]) if "maxtime" in data else None)
+             for name, data in queues}
     for k, part in enumerate(partitions):
         name = part["PartitionName"]
-        try:
-            most = seconds_of(part.get("MaxTime", "UNLIMITED"))
-        except ValueError:
-            most = None  # (the queue objects report it)
-        tiers[name] = (part.get("PriorityTier", "1"), most)
         for n in partition_nodes(part, k, text.names["partition"]):
             if n in cpus:
                 classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
