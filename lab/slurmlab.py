@@ -35,7 +35,7 @@ import stat
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # jufo's own reader, from the checkout
@@ -81,6 +81,21 @@ class Lab:
     bf_extra: str = ""  # more SchedulerParameters (bf_max_job_user=4,...), as sites limit their backfill
     gpus: int = 0  # GPUs per node (gres/gpu; device files stand in for them), as GPU sites share nodes
     memory: bool = False  # memory a consumable (CR_Core_Memory, 100 MB a CPU by default), as most shared sites
+    gpu_nodes: int = 0  # only this many nodes have the GPUs (0: all), as sites mix GPU and CPU nodes
+    gpu_weight: int = 1  # the Weight of the nodes with GPUs, as sites keep CPU jobs off them
+    shapes: bool = False  # shared jobs asked as users write them (--ntasks-per-node, -c, --mincpus, --gres)
+
+    def gpu_range(self) -> tuple[int, int]:
+        """The first and last node (from 1) with GPUs: the first ``gpu_nodes`` of the core-shared
+        partition with ``--partitions mixed``, else of the machine."""
+        first = self.nodes // 2 + 1 if self.partitions == "mixed" and self.nodes > 1 else 1
+        count = self.gpu_nodes if 0 < self.gpu_nodes <= self.nodes - first + 1 else self.nodes - first + 1
+        return first, first + count - 1
+
+    def with_gpus(self) -> str:
+        """The hostlist of the nodes with GPUs."""
+        first, last = self.gpu_range()
+        return f"n[{first:02d}-{last:02d}]" if last > first else f"n{first:02d}"
 
     @property
     def munge_socket(self) -> Path:
@@ -171,9 +186,14 @@ def slurm_conf(lab: Lab) -> str:
             lines.append("AccountingStorageEnforce=associations,limits,qos")
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
-    lines.append(f"NodeName={lab.names} NodeHostname=localhost NodeAddr=127.0.0.1 "
-                 f"Port={NODE_PORT + lab.ports}-{NODE_PORT + lab.ports + lab.nodes - 1} CPUs={lab.cores} RealMemory=1000 "
-                 + (f"Gres=gpu:{lab.gpus} " if lab.gpus else "") + "State=UNKNOWN")
+    g0, g1 = lab.gpu_range() if lab.gpus else (1, lab.nodes)
+    gres = (f"Gres=gpu:{lab.gpus} " if lab.gpus else "") + (f"Weight={lab.gpu_weight} " if lab.gpu_weight != 1 else "")
+    for first, last, gres in ((1, g0 - 1, ""), (g0, g1, gres), (g1 + 1, lab.nodes, "")):
+        if first <= last:
+            names = f"n[{first:02d}-{last:02d}]" if last > first else f"n{first:02d}"
+            lines.append(f"NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 "
+                         f"Port={NODE_PORT + lab.ports + first - 1}-{NODE_PORT + lab.ports + last - 1} CPUs={lab.cores} "
+                         f"RealMemory=1000 {gres}State=UNKNOWN")
     if lab.partitions == "mixed" and lab.nodes > 1:
         lines.append(f"PartitionName=batch Nodes=n[01-{half:02d}] Default=YES MaxTime=INFINITE State=UP "
                      "OverSubscribe=EXCLUSIVE")
@@ -288,7 +308,8 @@ def start(lab: Lab) -> dict[str, str]:
         for k in range(lab.gpus):
             if not (d / "dev" / f"gpu{k}").exists():
                 os.mknod(d / "dev" / f"gpu{k}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        (d / "etc" / "gres.conf").write_text(f"AutoDetect=off\nName=gpu File={d}/dev/gpu[0-{lab.gpus - 1}]\n")
+        (d / "etc" / "gres.conf").write_text(f"AutoDetect=off\nNodeName={lab.with_gpus()} Name=gpu "
+                                             f"File={d}/dev/gpu[0-{lab.gpus - 1}]\n")
     (d / "pids").touch()
     env = {**os.environ, "SLURM_CONF": str(conf)}
     ensure_users()
@@ -371,6 +392,7 @@ class Submit:
     after: int | None = None
     array: str = ""
     cancel_after: float | None = None  # seconds after its submit: scancel it then if it still waits
+    extra: list[str] = field(default_factory=list)  # more sbatch options (``shaped``)
 
 
 def read_swf(path: str) -> list[list[float]]:
@@ -405,6 +427,29 @@ def mixed(jobs: list[Submit], lab: Lab) -> list[Submit]:
         out += [Submit(t, USERS[0], 2, 3, 100, "batch", trace_id=f"chain{i}", after=None if i == 0 else k + i - 1)
                 for i in range(3)]
         out.append(Submit(t + 1, USERS[1], 1, 2, 70, "shared", tasks=2, trace_id="array", array="1-8%2"))
+    return out
+
+
+def shaped(jobs: list[Submit], lab: Lab) -> list[Submit]:
+    """Jobs of the core-shared partition asked as users write them, each chosen by its trace
+    number: a quarter as ``-N 2 --ntasks-per-node=k``, a fifth as ``-c 2`` tasks, a tenth with
+    ``--mincpus=2``, and with GPUs a sixth ``--gres=gpu:1`` (the rest ``-n``)."""
+    out = []
+    for job in jobs:
+        if job.partition != "shared" or job.array or job.trace_id.startswith("chain"):
+            out.append(job)
+            continue
+        pick, t = random.Random(f"shape{job.trace_id}").random(), job.tasks
+        if pick < 0.25 and t % 2 == 0 and t // 2 <= lab.cores:
+            job.extra = ["-N", "2", f"--ntasks-per-node={t // 2}"]
+        elif pick < 0.45 and t % 2 == 0:
+            job.extra = ["-c", "2"]
+            job.tasks = t // 2
+        elif pick < 0.55 and t >= 2:
+            job.extra = ["--mincpus=2"]
+        elif pick < 0.72 and lab.gpus:
+            job.extra = ["--gres=gpu:1"]
+        out.append(job)
     return out
 
 
@@ -467,7 +512,7 @@ def submit(lab: Lab, env: dict[str, str], job: Submit, ids: list[str]) -> str:
         cmd += [f"--dependency=afterany:{ids[job.after]}"]
     if job.array:
         cmd += [f"--array={job.array}"]
-    cmd += ["--wrap", f"sleep {job.sleep}"]
+    cmd += [*job.extra, "--wrap", f"sleep {job.sleep}"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=lab.dir / "out")
     if done.returncode != 0:
         print(f"slurmlab: sbatch failed: {done.stderr.strip()}", file=sys.stderr)
@@ -580,6 +625,11 @@ def main(argv: list[str] | None = None) -> None:
                    help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
                         "and no job asks more (needs --accounting)")
     p.add_argument("--gpus", type=int, default=0, help="GPUs per node (gres/gpu, stood in for by device files)")
+    p.add_argument("--gpu-nodes", type=int, default=0, help="with --gpus: only N nodes have them, the first (of "
+                   "the shared partition with --partitions mixed); 0: all")
+    p.add_argument("--gpu-weight", type=int, default=1, help="with --gpus: the Weight of the nodes with GPUs")
+    p.add_argument("--shapes", action="store_true", help="with --partitions mixed: shared jobs asked as users write "
+                   "them (--ntasks-per-node, -c 2, --mincpus, --gres=gpu:1 with --gpus)")
     p.add_argument("--memory", action="store_true",
                    help="memory a consumable (CR_Core_Memory, DefMemPerCPU=100; each node has 1,000 MB)")
     p.add_argument("--bf", default="", metavar="PARAMS",
@@ -604,7 +654,8 @@ def main(argv: list[str] | None = None) -> None:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
-              bf_extra=args.bf, gpus=args.gpus, memory=args.memory)
+              bf_extra=args.bf, gpus=args.gpus, memory=args.memory, gpu_nodes=args.gpu_nodes,
+              gpu_weight=args.gpu_weight, shapes=args.shapes)
     try:
         env = start(lab)
         if args.action == "start":
@@ -617,6 +668,8 @@ def main(argv: list[str] | None = None) -> None:
         maintenance = None
         if args.partitions == "mixed":
             jobs = mixed(jobs, lab)
+            if lab.shapes:
+                jobs = shaped(jobs, lab)
             span = max((j.at for j in jobs), default=0)
             maintenance = (span * 0.6, 5, f"n[{lab.nodes // 2 + 1:02d}-{lab.nodes:02d}]")
         (lab.dir / "workload.json").write_text(json.dumps([j.__dict__ for j in jobs]))

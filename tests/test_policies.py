@@ -496,3 +496,31 @@ def test_caps_with_early_ends_match_the_reference(seed):
         assert got == expected, full
         checked += 1
     assert checked
+
+
+# -- node weights: Slurm's select plugin takes the lightest nodes first ----------------------------
+
+def weighted_run(tmp_path, weights: dict[str, str], sharing: bool = True) -> dict:
+    """Four 4-core nodes of the given ``weight``s; a 1-node job of 4 cores and one of 2."""
+    nodes = {f"n{i}": {"ncores": 4, **({"weight": weights[f"n{i}"]} if f"n{i}" in weights else {})}
+             for i in range(1, 5)}
+    jobs = {"whole": waiting(4, 600, nodes=1, queued=T0), "half": waiting(2, 600, nodes=1, queued=T0, totalcores=2)}
+    src, out = tmp_path / "w.xml", tmp_path / "w-out.xml"
+    src.write_bytes(snapshot(jobs, nodes=nodes, scheduler=None if sharing else {"node_sharing": "no"}))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    return {o.id: o.data["jufo_nodelist"] for o in lml.read(str(out)).of_type("job")}
+
+
+@pytest.mark.parametrize("sharing", [True, False])
+def test_the_simulation_takes_the_lightest_nodes_first(tmp_path, sharing):
+    assert weighted_run(tmp_path, {}, sharing) == {"whole": "(n1,4)", "half": "(n2,2)" if sharing else "(n2,4)"}
+    heavy = {"n1": "10", "n2": "10", "n3": "5"}  # n4 weighs 1 (Slurm's default)
+    assert weighted_run(tmp_path, heavy, sharing) == {"whole": "(n4,4)", "half": "(n3,2)" if sharing else "(n3,4)"}
+
+
+def test_a_bad_node_weight_is_a_warning(tmp_path):
+    src, out = tmp_path / "in.xml", tmp_path / "out.xml"
+    src.write_bytes(snapshot({"j": waiting(1, 60)}, nodes={"n1": {"ncores": 4, "weight": "heavy"}}))
+    result = CliRunner().invoke(main, ["predict", str(src), "-o", str(out)])
+    assert result.exit_code == 0 and "weight='heavy'" in result.stderr and "taken as 1" in result.stderr

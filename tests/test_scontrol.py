@@ -747,24 +747,27 @@ def test_arrays_are_planned_task_by_task_as_a_live_slurm_plans_them(tmp_path, ca
 GPUS = ROOT / "tests" / "data" / "slurm" / "gpus"
 
 
-def _forecasts_against_slurm(tmp_path, folder) -> dict[str, tuple[int, int]]:
+def _forecasts_against_slurm(tmp_path, folder) -> dict[str, tuple[int, int | None]]:
     """Each pending job's ``(jufo's start, Slurm's StartTime)`` on a capture of a live Slurm,
-    with the settings ``jufo slurm config`` reads from it."""
+    with the settings ``jufo slurm config`` reads from it (None where Slurm has no estimate yet)."""
     site, raw, out = tmp_path / "site.xml", tmp_path / "raw.xml", tmp_path / "out.xml"
     assert run("slurm", "config", "--from", str(folder), "-o", str(site)).exit_code == 0
     assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
     assert run("predict", str(raw), "--config", str(site), "-o", str(out), "-q").exit_code == 0
     jobs = {o.data["step"]: o.data for o in lml.read(str(out)).of_type("job")}
-    return {step: (parse_date(jobs[step]["jufo_starttime"])[0], parse_date(slurms)[0])
+    return {step: (parse_date(jobs[step]["jufo_starttime"])[0], None if slurms == "N/A" else parse_date(slurms)[0])
             for step, slurms in (line.split()[:2] for line in (folder / "squeue.txt").read_text().splitlines())}
 
 
-@pytest.mark.parametrize("case", ["shared", "requests"])
+@pytest.mark.parametrize("case", ["shared", "requests", "cpu-nodes", "cpu-nodes-later"])
 def test_gpus_on_shared_nodes_are_counted_as_a_live_slurm_counts_them(tmp_path, case):
     """Captures of a live Slurm 22.05 with 4 GPUs per node (``tests/data/slurm/gpus/README.md``):
     a pending job asking GPUs goes only where that many are free, a running job's GPUs free
     at its end, and every forecast is Slurm's ``StartTime`` to the second (counting cores alone
-    started GPU jobs up to 7 minutes early). GPUs asked per job (``--gpus``) and per task are read."""
+    started GPU jobs up to 7 minutes early). GPUs asked per job (``--gpus``) and per task are read.
+    Where only some nodes have GPUs (``cpu-nodes``), a GPU job's will-run test looks at the
+    running jobs' ends on all the partition's nodes, as Slurm's does (9 of 11 were 40 s to 10
+    minutes off when it looked at the GPU nodes alone)."""
     pairs = _forecasts_against_slurm(tmp_path, GPUS / case)
     assert len(pairs) >= 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs
 
@@ -868,3 +871,50 @@ def test_a_tasks_cpus_stay_on_one_node_as_a_live_slurm_keeps_them(tmp_path, case
     4-CPU task over 3 free cores of one node and 1 of another started it 58 s early."""
     pairs = _forecasts_against_slurm(tmp_path, ROOT / "tests" / "data" / "slurm" / "tasks" / case)
     assert len(pairs) >= 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs
+
+
+PER_NODE = ROOT / "tests" / "data" / "slurm" / "pernode"
+
+
+@pytest.mark.parametrize("case", ["ntasks", "cpus-per-task", "mincpus"])
+def test_cpus_asked_per_node_are_given_as_a_live_slurm_gives_them(tmp_path, case):
+    """Captures of a live Slurm 22.05 (``tests/data/slurm/pernode/README.md``): a job asking
+    ``--ntasks-per-node`` gets exactly that many tasks' CPUs on each node, and a node only with
+    that many free; ``--mincpus`` holds a node to that many free. Every forecast is Slurm's
+    ``StartTime`` to the second (16 of 17 were 2 to 14 minutes off before jufo read them)."""
+    pairs = _forecasts_against_slurm(tmp_path, PER_NODE / case)
+    known = {step: pair for step, pair in pairs.items() if pair[1] is not None}
+    assert len(known) >= 4 and all(mine == slurms for mine, slurms in known.values()), pairs
+
+
+def test_tasks_per_node_are_read_as_cpus_on_each_node(tmp_path):
+    """``jufo slurm snapshot`` writes ``ppn`` (tasks per node × CPUs per task) and ``mincpus``
+    for pending jobs that ask them; running jobs hold what they got."""
+    raw = tmp_path / "raw.xml"
+    assert run("slurm", "snapshot", "--from", str(PER_NODE / "mincpus"), "-o", str(raw)).exit_code == 0
+    jobs = {o.data["step"]: o.data for o in lml.read(str(raw)).of_type("job")}
+    assert (jobs["10"]["ppn"], jobs["10"]["numnodes"], jobs["10"]["totalcores"]) == ("4", "2", "8")
+    assert jobs["13"]["mincpus"] == "6" and "ppn" not in jobs["13"]
+    assert jobs["14"]["mincpus"] == "2" and jobs["16"]["ppn"] == "1" and "mincpus" not in jobs["16"]
+    assert "ppn" not in jobs["1"] and "mincpus" not in jobs["1"]  # running: it holds what it got
+
+
+WEIGHTS = ROOT / "tests" / "data" / "slurm" / "weights"
+
+
+@pytest.mark.parametrize("case", ["first", "later"])
+def test_node_weights_and_named_nodes_are_planned_as_a_live_slurm_plans_them(tmp_path, case):
+    """Captures of a live Slurm 22.05 whose nodes n01-n04 weigh 10 and n05-n08 1
+    (``tests/data/slurm/weights/README.md``): the select plugin takes the lightest nodes first,
+    and a job held to the node it names (``-w``) is planned from the running jobs' ends on all
+    the partition's nodes, as Slurm's will-run test looks at them. Every forecast is Slurm's
+    ``StartTime`` to the second (3 of 10 were 5 to 15 minutes off before)."""
+    pairs = _forecasts_against_slurm(tmp_path, WEIGHTS / case)
+    assert len(pairs) >= 4 and all(mine == slurms for mine, slurms in pairs.values()), pairs
+
+
+def test_node_weights_are_read_where_they_are_not_the_default(tmp_path):
+    raw = tmp_path / "raw.xml"
+    assert run("slurm", "snapshot", "--from", str(WEIGHTS / "first"), "-o", str(raw)).exit_code == 0
+    weights = {o.id: o.data.get("weight") for o in lml.read(str(raw)).of_type("node")}
+    assert weights == {f"n0{i}": "10" if i <= 4 else None for i in range(1, 9)}

@@ -61,6 +61,10 @@ class Job:
     # Slurm's --constraint (``constraint``): only nodes with one of these sets of features qualify
     constraint: tuple[frozenset[str], ...] | None = None
     allowed: int | None = None  # mask of the nodes it may use (--nodelist, --exclude); None: any
+    # where ``allowed`` holds it to the nodes it names, the nodes it could use without the list
+    # (all but those it excludes: ~0 for any); Slurm's backfill looks there for running jobs to
+    # end. None: no list held to
+    unnamed: int | None = None
     started: int | None = None  # running jobs: dispatch date
     nodelist: str | None = None  # running jobs: where they run
     reason: str | None = None  # why the job gets no start
@@ -254,11 +258,12 @@ class JobReader:
                              f"{-job.started - runtime} s (suspended?); the job is taken to have run {runtime} s")
             job.started = -runtime
 
-    def _allowed(self, obj: LmlObject, nodes: int) -> int | None:
+    def _allowed(self, obj: LmlObject, nodes: int) -> tuple[int | None, int | None]:
         """The nodes a job may use: those it names (``reqnodes``, Slurm's ``--nodelist``) where
         they are as many as it asks (with fewer, it may add others: not held to), less those
-        it excludes (``excnodes``, ``--exclude``). Names of no node are left out with a
-        warning.  O(names)."""
+        it excludes (``excnodes``, ``--exclude``); None: any. And where it is held to the nodes
+        it names, those it could use without them (``Job.unnamed``), else None. Names of no node are
+        left out with a warning.  O(names)."""
         masks = []
         for key in ("reqnodes", "excnodes"):
             raw, mask = obj.data.get(key, "").strip(), 0
@@ -277,10 +282,8 @@ class JobReader:
             masks.append(mask)
         required, excluded = masks
         if required and required.bit_count() >= nodes:
-            return required & ~excluded
-        if excluded:
-            return ~excluded
-        return None
+            return required & ~excluded, ~excluded  # (~0: any node)
+        return (~excluded if excluded else None), None
 
     def _nodelist(self, d: dict[str, str]) -> str:
         """The node list without the GPU entries LML_da's combiner appends for ``gpulist``:
@@ -394,7 +397,7 @@ class JobReader:
             except ValueError as err:
                 self.report.warn(obj.label, "constraint", obj.data["constraint"], f"{err}; placed without it")
         if obj.data.get("reqnodes", "").strip() or obj.data.get("excnodes", "").strip():
-            job.allowed = self._allowed(obj, nodes)
+            job.allowed, job.unnamed = self._allowed(obj, nodes)
         if obj.data.get("switches", "").strip():
             try:
                 job.switches, job.switch_wait = parse_switches(obj.data["switches"])

@@ -11,7 +11,7 @@ from ..io.errors import Report
 from ..io.hostlist import expand_hostlist
 from ..io.lml import LmlObject
 from ..io.slurm import node_takes_jobs
-from .ranges import format_ranges, full_mask
+from .ranges import bits_of, format_ranges, full_mask
 from ..io.values import MAX_CORES_PER_NODE, MAX_COUNT, MAX_MEMORY_MB, whole
 
 _CLASS = re.compile(r"\(\s*([^,()\s]+)\s*,\s*(\d+)\s*\)|\[\s*([^:\[\]\s]+)\s*:\s*(\d+)\s*\]")
@@ -52,6 +52,7 @@ class Node:
     memory: int | None = None  # MB available to jobs (availmem, else physmem); None: not given
     switch: str | None = None  # the leaf switch it hangs on (``switch``), for ``--switches`` requests
     features: frozenset[str] = frozenset()  # ``features`` (Slurm's ActiveFeatures), for constraints
+    weight: int = 1  # ``weight`` (Slurm's node Weight): its select plugin takes the lightest nodes first
 
     def limit(self, queue: str) -> int:
         """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
@@ -103,6 +104,29 @@ class Machine:
         self.switch_masks = [_mask_of_indices(m) for m in members] if self.has_switches else []
 
     @cached_property
+    def weight_tiers(self) -> list[int]:
+        """Masks of the nodes of each ``weight``, lightest first; empty where all weigh alike
+        (the usual case: nothing to order).  O(nodes) once.
+
+        >>> m = Machine([Node(i, f"n{i}", f"n{i}", 4, None, weight=w) for i, w in enumerate((10, 1, 10, 1))])
+        >>> [bin(t) for t in m.weight_tiers], Machine(m.nodes[:1]).weight_tiers
+        (['0b1010', '0b101'], [])
+        """
+        tiers: dict[int, int] = {}
+        for node in self.nodes:
+            tiers[node.weight] = tiers.get(node.weight, 0) | 1 << node.index
+        return [tiers[w] for w in sorted(tiers)] if len(tiers) > 1 else []
+
+    @cached_property
+    def weight_rank(self) -> list[int]:
+        """Each node's place in ``weight_tiers`` (0: the lightest).  O(nodes) once."""
+        rank = [0] * len(self.nodes)
+        for k, tier in enumerate(self.weight_tiers):
+            for n in bits_of(tier):
+                rank[n] = k
+        return rank
+
+    @cached_property
     def cores_each(self) -> int | None:
         """The cores of every node when all have as many, else None.  O(nodes) once."""
         sizes = {node.ncores for node in self.nodes}
@@ -135,13 +159,19 @@ class Machine:
                 mask |= members
         return mask
 
-    def for_job(self, job: Any, cores: int | None = None, queue: str | None = None) -> int:
+    def for_job(self, job: Any, cores: int | None = None, queue: str | None = None, scope: bool = False) -> int:
         """Mask of nodes that may hold ``cores`` (default: its cores per node) of ``job``: its
         queue (or ``queue``, one it may go to), GPUs, memory and constraint (``eligible``,
-        cached), and the nodes it names or excludes (``allowed``).  O(groups) once per ask."""
+        cached), and the nodes it names or excludes (``allowed``). ``scope``: the nodes
+        Slurm's backfill hands its will-run test, whose running jobs' ends it looks at: GPUs
+        are not asked of them (``job_req_node_filter`` leaves them to the select plugin), and
+        of a list of nodes the job is held to only those it excludes count (``unnamed``).
+        O(groups) once per ask."""
         mask = self.eligible(job.queue if queue is None else queue, job.cores_per_node if cores is None else cores,
-                             job.gpus_per_node, job.memory, job.constraint)
+                             0 if scope else job.gpus_per_node, job.memory, job.constraint)
         allowed = getattr(job, "allowed", None)  # --nodelist, --exclude
+        if scope and getattr(job, "unnamed", None) is not None:
+            allowed = job.unnamed
         return mask if allowed is None else mask & allowed
 
     def _restricted(self, queue: str) -> dict[int, int]:
@@ -211,12 +241,7 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
                     report.error(obj.label, key, text, str(err))
         state = obj.data.get("state", "").strip()
         usable = node_takes_jobs(state)
-        gpus = 0
-        if obj.data.get("gpus", "").strip():
-            try:
-                gpus = whole(obj.data["gpus"], 0, MAX_COUNT)
-            except ValueError:
-                report.warn(obj.label, "gpus", obj.data["gpus"], "not a number; taken as no GPUs")
+        gpus = _count(obj, "gpus", 0, report, "not a number; taken as no GPUs")
         memory = None
         key = "availmem" if obj.data.get("availmem", "").strip() else "physmem"
         if obj.data.get(key, "").strip():
@@ -225,13 +250,27 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
             except ValueError as err:
                 report.warn(obj.label, key, obj.data[key], f"{err}; memory not checked on this node")
         switch = obj.data.get("switch", "").strip() or None
+        weight = _count(obj, "weight", 1, report, "not a whole number; taken as 1")
         text = obj.data.get("features", "")
         features = seen_features.get(text)
         if features is None:
             features = seen_features[text] = features_of(text)
         nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory, switch,
-                          features))
+                          features, weight))
     return Machine(nodes)
+
+
+def _count(obj: LmlObject, key: str, default: int, report: Report, otherwise: str) -> int:
+    """A node's count ``key`` (``gpus``, ``weight``): ``default`` where not given, and where
+    it is no whole number, with the warning ``otherwise``."""
+    raw = obj.data.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return whole(raw, 0, MAX_COUNT)
+    except ValueError:
+        report.warn(obj.label, key, obj.data[key], otherwise)
+        return default
 
 
 def features_of(text: str) -> frozenset[str]:

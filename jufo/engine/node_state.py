@@ -18,7 +18,7 @@ from .job import Job
 from .node import Machine
 from .availability import FOREVER, Changes, UnionProfile
 from .queue import Queue, peak
-from .ranges import NodeCores, bits_of, first_run, lowest
+from .ranges import NodeCores, bits_of, first_run, lightest, lowest
 
 from .state import NEVER, Allocation, SystemState
 
@@ -182,8 +182,8 @@ class NodeState(SystemState):
     """Knows which nodes and cores each job holds.
 
     A request is ``nodes × cores_per_node``; it takes eligible nodes in the order
-    ``allocation`` gives (see ALLOCATIONS; by default the lowest-numbered) and the lowest free
-    cores on each. With ``sharing=False`` every job takes whole nodes. Per-node queue limits
+    ``allocation`` gives (see ALLOCATIONS; by default the lowest-numbered, the lightest
+    ``weight`` first) and the lowest free cores on each. With ``sharing=False`` every job takes whole nodes. Per-node queue limits
     (``avail_classes``) hold at every instant of the job's run.
     """
 
@@ -634,16 +634,21 @@ class NodeState(SystemState):
             return self._choose_switches(job, t, end, avail, eligible)
         if (allocation or self.allocation) != "lowest":
             return self._choose_ordered(job, t, end, avail, eligible, allocation or self.allocation)
+        tiers = self.machine.weight_tiers  # (nodes of several weights: the lightest first)
         if not self.sharing or (not avail.part and c == self.machine.max_cores):
             # whole nodes: without sharing, or none partly free and the job takes all cores of
             # each eligible node (they have at least ``c``): the lowest ``k`` free ones
-            chosen = lowest(avail.full & eligible, k)
+            chosen = lightest(avail.full & eligible, k, tiers)
             return None if chosen is None else NodeCores(chosen)
         partial = sorted(self._partial(job, t, end, avail, eligible))
-        whole = lowest(avail.full & eligible, k)
+        whole = lightest(avail.full & eligible, k, tiers)
         if whole is None:
             whole = avail.full & eligible
-        chosen_nodes = list(islice(merge(partial, bits_of(whole)), k))
+        if tiers:
+            rank = self.machine.weight_rank
+            chosen_nodes = sorted(partial + list(bits_of(whole)), key=lambda n: (rank[n], n))[:k]
+        else:
+            chosen_nodes = list(islice(merge(partial, bits_of(whole)), k))
         if len(chosen_nodes) < k:
             return None
         return self._take_nodes(job, avail, chosen_nodes)

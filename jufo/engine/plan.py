@@ -47,6 +47,7 @@ from .ranges import NodeCores, bits_of, lowest
 from .simulation import batch_priority
 
 if TYPE_CHECKING:
+    from .node import Machine
     from .simulation import Simulation
     from .snapshot import Snapshot
 
@@ -66,6 +67,9 @@ class Request:
     extra: tuple[int, int] = (0, 0)  # GPUs and MB of memory on each of its nodes (``Usage.free``)
     mem_per_cpu: int = 0  # MB for each of its CPUs (--mem-per-cpu): caps the CPUs a node's free memory gives
     per_task: int = 1  # CPUs of each of its tasks (--cpus-per-task): a task's CPUs are on one node
+    per_node: int = 0  # exactly this many CPUs on each of its nodes (--ntasks-per-node × --cpus-per-task)
+    least: int = 0  # a node qualifies only with this many CPUs free (--mincpus)
+    only: int = -1  # the nodes it may have (``Machine.for_job``): the select plugin picks among them
 
 
 @dataclass
@@ -222,6 +226,7 @@ class Usage:
     # it asks of each free (an empty list: not counted, no node has GPUs or memory is no consumable)
     free: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))
     memory: list[int] = field(default_factory=list)  # MB of each node (where memory is counted)
+    tiers: list[int] = field(default_factory=list)  # nodes of each weight, lightest first (``Machine.weight_tiers``)
 
     def __post_init__(self) -> None:
         self.idle = 0
@@ -331,11 +336,12 @@ class Plan:
                freed_extra: tuple[dict[int, int], dict[int, int]] = ({}, {})) -> dict[int, int] | None:
         """The nodes and cores the select plugin gives ``req`` among ``avail`` once the nodes
         ``freed_idle`` are idle and the cores in ``freed`` and GPUs and memory in ``freed_extra``
-        (on shared nodes) are free too: best fit among runs of consecutive usable nodes
-        (``_eval_nodes``); a partly used node only with the GPUs and memory ``req`` asks free on
-        it. None if they do not suffice.  O(runs × bits / 64 + partly used nodes)."""
+        (on shared nodes) are free too: runs of consecutive usable nodes of one ``weight``, the
+        lightest first, then best fit (``_eval_nodes``); a partly used node only with the GPUs
+        and memory ``req`` asks free on it. None if they do not suffice.  O(runs × bits / 64 + partly used nodes)."""
         u = self.usage
         ncores, used = u.ncores, u.used
+        avail &= req.only
         idle = (u.idle | freed_idle) & avail
         part: dict[int, int] = {}  # usable nodes with some cores busy: their free cores
         for n, c in (freed or {}).items():
@@ -355,20 +361,26 @@ class Plan:
                     del part[n]
         cpt = 1 if req.whole else max(1, req.per_task)
         per_cpu = req.mem_per_cpu if u.memory else 0
-        if per_cpu or cpt > 1:  # a node gives whole tasks, and as many CPUs as its free memory pays for
+        cap, least = (0, 1) if req.whole else (req.per_node, max(req.per_node, req.least, 1))
+        if per_cpu or cpt > 1 or cap or least > 1:
+            # a node gives whole tasks, as many CPUs as its free memory pays for, no more than the
+            # job asks per node, and none unless as many as it asks at least
             back = freed_extra[1]
             for n in list(part):
                 have = min(part[n], (u.free[1][n] + back.get(n, 0)) // per_cpu) if per_cpu else part[n]
+                have = min(have, cap) if cap else have
                 part[n] = have - have % cpt
-                if part[n] <= 0:
+                if part[n] < least:
                     del part[n]
-            if not req.whole and (per_cpu > u.mem_per_core or any(c % cpt for c in u.core_counts)):
+            if not req.whole and (per_cpu > u.mem_per_core or any(c % cpt for c in u.core_counts)
+                                  or any(c > cap > 0 or c < least for c in u.core_counts)):
                 for n in bits_of(idle):  # (else no idle node is short)
                     have = min(ncores[n], u.memory[n] // per_cpu) if per_cpu else ncores[n]
+                    have = min(have, cap) if cap else have
                     have -= have % cpt
                     if have < ncores[n]:
                         idle &= ~(1 << n)
-                        if have > 0:
+                        if have >= least:
                             part[n] = have
         usable = idle
         for n in part:
@@ -376,13 +388,16 @@ class Plan:
         if usable.bit_count() < req.nodes:
             return None
         partly = sorted(part)
-        sets = []  # [first, last, cpus, nodes]
-        for first, last in runs(usable):
-            cpus = u.prefix[last + 1] - u.prefix[first]
-            lo, hi = bisect.bisect_left(partly, first), bisect.bisect_right(partly, last)
-            for n in partly[lo:hi]:
-                cpus -= ncores[n] - part[n]
-            sets.append([first, last, cpus, last - first + 1])
+        sets = []  # [first, last, cpus, nodes, weight rank]: a run of consecutive nodes ends where the weight changes
+        for rank, tier in enumerate(u.tiers or (-1,)):
+            for first, last in runs(usable & tier):
+                cpus = u.prefix[last + 1] - u.prefix[first]
+                lo, hi = bisect.bisect_left(partly, first), bisect.bisect_right(partly, last)
+                for n in partly[lo:hi]:
+                    cpus -= ncores[n] - part[n]
+                sets.append([first, last, cpus, last - first + 1, rank])
+        if u.tiers:
+            sets.sort()
 
         def cpus_of(n: int) -> int:
             return part.get(n, ncores[n])
@@ -390,13 +405,14 @@ class Plan:
         rem_cpus, rem_nodes, max_nodes = req.cpus, req.nodes, req.max_nodes
         chosen: dict[int, int] = {}
         while max_nodes > 0:
-            best, best_cpus, best_ok = -1, 0, False
-            for i, (_, _, cpus, count) in enumerate(sets):
+            best, best_cpus, best_ok, best_rank = -1, 0, False, 0
+            for i, (_, _, cpus, count, rank) in enumerate(sets):
                 if count == 0:
                     continue
                 ok = cpus >= rem_cpus and count >= rem_nodes
-                if best < 0 or (ok and not best_ok) or (ok and cpus < best_cpus) or (not ok and cpus > best_cpus):
-                    best, best_cpus, best_ok = i, cpus, ok
+                if best < 0 or rank < best_rank or (rank == best_rank and (
+                        (ok and not best_ok) or (ok and cpus < best_cpus) or (not ok and cpus > best_cpus))):
+                    best, best_cpus, best_ok, best_rank = i, cpus, ok, rank
             if best < 0:
                 break
             first, last = sets[best][0], sets[best][1]
@@ -417,7 +433,8 @@ class Plan:
                 have = cpus_of(n)
                 if max_nodes == 1 and have < rem_cpus:
                     continue
-                take = have if req.whole else min(have, max(rem_cpus - max(rem_nodes - 1, 0) * cpt, cpt))
+                take = have if req.whole else min(have, max(rem_cpus - max(rem_nodes - 1, 0) * cpt, cpt, req.least,
+                                                            req.per_node))
                 take -= take % cpt
                 if take <= 0:
                     continue
@@ -511,7 +528,7 @@ class Plan:
                 resv_end = self._resv_end(start_res)
                 if resv_end and resv_end + 1 < self.space.end and (not later or resv_end + 1 < later):
                     later = resv_end + 1
-            found = self.will_run(req, avail) if avail.bit_count() >= req.nodes else None
+            found = self.will_run(req, avail) if (avail & req.only).bit_count() >= req.nodes else None
             if found is None:
                 if later and not now_only:
                     start_res = later
@@ -609,12 +626,11 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
                 closed[job.array] = latest.get(job.array, 0)
             continue
         whole = _whole(job, config)
-        partition = machine.for_job(job, 1 if whole else None)
-        req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                      job.wall, _extra(job), _mem_per_cpu(job), _per_task(job))
+        req = _request(job, whole, machine)
         now_only = bool(limits) and limits.reserves_nothing(
             batch_priority(job, sim.sorter, 0), now - job.queued, reserved[job.queue])
-        result = plan.place(req, partition, max(0, job.arrival), now_only)
+        scope = machine.for_job(job, 1 if whole else None, scope=True)  # (what it may have: req.only)
+        result = plan.place(req, scope, max(0, job.arrival), now_only)
         planned += 1
         if result is None:  # none within the window (or not now): the simulation's forecast stands
             if job.array is not None:
@@ -652,11 +668,10 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
     machine = snap.machine
     plan = _pass_of(snap, config, 0)
     whole = _whole(job, config)
-    partition = machine.for_job(job, 1 if whole else None)
+    partition = machine.for_job(job, 1 if whole else None, scope=True)
     start_res = max(0, job.arrival)
     taken, start_res, _ = plan._reserved(start_res, job.wall, partition & plan.up)
-    req = Request(job.nodes, _max_nodes(job, whole, partition), job.nodes if whole else job.total_cores, whole,
-                  job.wall, _extra(job), _mem_per_cpu(job), _per_task(job))
+    req = _request(job, whole, machine)
     found = plan.will_run(req, partition & plan.up & ~taken)
     if found is None:
         return None
@@ -715,8 +730,16 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         held.append(job_held)
     reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
                     for res in snap.reservations if isinstance(res.resources, NodeCores)]
-    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free, memory), up, snap.epoch,
+    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free, memory, machine.weight_tiers),
+                up, snap.epoch,
                 config.resolution or 60, config.plan_window, reservations, now)
+
+
+def _request(job: Job, whole: bool, machine: Machine) -> Request:
+    """What the pending ``job`` asks of the select plugin."""
+    nodes = machine.for_job(job, 1 if whole else None)
+    return Request(job.nodes, _max_nodes(job, whole, nodes), job.nodes if whole else job.total_cores, whole,
+                   job.wall, _extra(job), _mem_per_cpu(job), _per_task(job), *_per_node(job), only=nodes)
 
 
 def _extra(job: Job) -> tuple[int, int]:
@@ -734,6 +757,17 @@ def _per_task(job: Job) -> int:
     """CPUs of each of a job's tasks (``tpt``, from Slurm's ``CPUs/Task``), 1 where not given."""
     raw = job.data.get("tpt", "").strip()
     return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+
+
+def _per_node(job: Job) -> tuple[int, int]:
+    """``(exactly, at least)`` CPUs a job asks on each of its nodes: ``ppn`` (or
+    ``taskspernode``; from Slurm's ``--ntasks-per-node``) and ``mincpus`` (``--mincpus``); 0 where
+    not asked."""
+    def whole(key: str) -> int:
+        raw = job.data.get(key, "").strip()
+        return int(raw) if raw.isdigit() else 0
+
+    return whole("ppn") or whole("taskspernode"), whole("mincpus")
 
 
 def _mask_of(nodes: Iterable[int]) -> int:

@@ -85,6 +85,28 @@ def first_run(mask: int, k: int) -> int | None:
     return (run & -run).bit_length() - 1 if run else None
 
 
+def lightest(mask: int, k: int, tiers: list[int]) -> int | None:
+    """The ``k`` lowest set bits of ``mask`` taken from the first of ``tiers`` (masks) first,
+    then the next, ...: Slurm's select plugin fills the lightest nodes first. ``lowest`` where
+    ``tiers`` is empty. None if fewer are set.  O(tiers) ``lowest`` calls.
+
+    >>> bin(lightest(0b1111, 3, [0b1100, 0b0011])), bin(lightest(0b1111, 3, []))
+    ('0b1101', '0b111')
+    >>> lightest(0b0101, 3, [0b1100, 0b0011]) is None
+    True
+    """
+    if not tiers:
+        return lowest(mask, k)
+    out = 0
+    for tier in tiers:
+        some = mask & tier
+        have = some.bit_count()
+        if have >= k:
+            return out | (lowest(some, k) or 0)
+        out, k = out | some, k - have
+    return None
+
+
 def lowest(mask: int, k: int) -> int | None:
     """The ``k`` lowest set bits of ``mask`` as a mask, or None if fewer are set.
 

@@ -299,6 +299,8 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         spec, real = node.get("MemSpecLimit", ""), node.get("RealMemory", "")
         if spec.isdigit() and real.isdigit() and int(spec):  # memory kept for the system: jobs get the rest
             data["availmem"] = str(max(0, int(real) - int(spec)))
+        if node.get("Weight", "1") not in ("1", ""):  # the select plugin takes the lightest nodes first
+            data["weight"] = node["Weight"]
         if name in classes:
             data["classes"] = classes[name]
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
@@ -394,6 +396,26 @@ def job_memory(job: dict[str, str]) -> tuple[int, int]:
     return 0, 0
 
 
+def job_per_node(job: dict[str, str]) -> tuple[int, int]:
+    """``(CPUs on each node, CPUs a node must have free)`` a job asks: ``--ntasks-per-node``
+    (the first field of ``NtasksPerN:B:S:C``) times ``CPUs/Task``, exactly that many on each
+    of its nodes; else ``MinCPUsNode`` (``--mincpus``) where it is more than one task's CPUs,
+    which every job needs anyway. 0 where not asked.
+
+    >>> job_per_node({"NtasksPerN:B:S:C": "4:0:*:*", "MinCPUsNode": "8", "CPUs/Task": "2"})
+    (8, 0)
+    >>> job_per_node({"NtasksPerN:B:S:C": "0:0:*:*", "MinCPUsNode": "6", "CPUs/Task": "2"})
+    (0, 6)
+    >>> job_per_node({"NtasksPerN:B:S:C": "0:0:*:*", "MinCPUsNode": "2", "CPUs/Task": "2"}), job_per_node({})
+    ((0, 0), (0, 0))
+    """
+    tasks, least = job.get("NtasksPerN:B:S:C", "").split(":")[0], job.get("MinCPUsNode", "")
+    per_task = int(job["CPUs/Task"]) if job.get("CPUs/Task", "").isdigit() else 1
+    if tasks.isdigit() and int(tasks) > 0:
+        return int(tasks) * max(per_task, 1), 0
+    return 0, (int(least) if least.isdigit() and int(least) > per_task else 0)
+
+
 def _tier(job: dict[str, str], wall: str | None, tiers: dict[str, tuple[str, int | None]]) -> str:
     """A job's partition's ``PriorityTier``. A job pending in several partitions is in Slurm's
     queue once for each: it is first tested at the highest tier of those whose ``MaxTime``
@@ -471,6 +493,12 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
         data["reqmem"] = str(per_node)  # MB on each node (the node must have it)
     if per_cpu:
         data["mempercpu"] = str(per_cpu)  # MB for each CPU (counted where memory is a consumable)
+    if state == "PENDING":
+        exact, least = job_per_node(job)
+        if exact:
+            data["ppn"] = str(exact)  # --ntasks-per-node (× CPUs/Task): that many CPUs on each node
+        if least:
+            data["mincpus"] = str(least)  # --mincpus: a node qualifies only with this many CPUs free
     if job.get("Features", "(null)") not in ("(null)", ""):
         data["constraint"] = job["Features"]  # --constraint: only nodes with these features
     if _exclusive_job(job):

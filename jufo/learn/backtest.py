@@ -109,13 +109,13 @@ class TraceSource:
         return self.scored_list
 
 
-MACHINE_NODE_KEYS = ("ncores", "gpus", "physmem", "availmem", "switch")  # what a node keeps (not its state then)
+MACHINE_NODE_KEYS = ("ncores", "gpus", "physmem", "availmem", "switch", "weight")  # what a node keeps (not its state then)
 
 
 def machine_layout(path: str) -> swf.Layout:
     """The nodes and partitions of a machine's raw LML snapshot (``jufo slurm snapshot``, or
     LLview's) for a backtest of its accounting: each node's cores, partitions (``classes``),
-    GPUs, memory and switch, but not its state at that moment; each queue with its limits.
+    GPUs, memory, switch and weight, but not its state at that moment; each queue with its limits.
     InputError for a file without nodes, or with a bad value (as ``predict`` reads them)."""
     from ..engine.node import read_nodes
 
