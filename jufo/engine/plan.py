@@ -70,6 +70,7 @@ class Request:
     per_node: int = 0  # exactly this many CPUs on each of its nodes (--ntasks-per-node × --cpus-per-task)
     least: int = 0  # a node qualifies only with this many CPUs free (--mincpus)
     only: int = -1  # the nodes it may have (``Machine.for_job``): the select plugin picks among them
+    gpus: int = 0  # GPUs for the whole job (--gpus), taken where free on its nodes as they are chosen
 
 
 @dataclass
@@ -85,10 +86,12 @@ class Held:
     shared: dict[int, int] = field(default_factory=dict)
     extra: tuple[int, int] = (0, 0)  # GPUs and MB of memory it holds on each of its nodes
     mem_per_core: int = 0  # else MB for each of its cores there
+    gpus_on: dict[int, int] | None = None  # else the GPUs it holds on each node (--gpus, spread as found)
 
     def amounts(self, n: int) -> tuple[int, int]:
         """The GPUs and MB of memory it holds on node ``n``."""
-        return self.extra[0], self.mem_per_core * self.cores[n] if self.mem_per_core else self.extra[1]
+        return (self.extra[0] if self.gpus_on is None else self.gpus_on.get(n, 0),
+                self.mem_per_core * self.cores[n] if self.mem_per_core else self.extra[1])
 
 
 @dataclass
@@ -227,6 +230,7 @@ class Usage:
     free: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))
     memory: list[int] = field(default_factory=list)  # MB of each node (where memory is counted)
     tiers: list[int] = field(default_factory=list)  # nodes of each weight, lightest first (``Machine.weight_tiers``)
+    gpus: list[int] = field(default_factory=list)  # GPUs of each node (where any node has some)
 
     def __post_init__(self) -> None:
         self.idle = 0
@@ -264,6 +268,15 @@ class Usage:
                 self.partial[n] = have - busy
             else:
                 self.partial.pop(n, None)
+
+    def gpus_taken(self, cores: dict[int, int], gpus: int) -> dict[int, int]:
+        """Where a job asking ``gpus`` for itself (--gpus) that starts now on ``cores`` (in the
+        order its nodes were chosen) takes them: as many as are free on each, in turn.  O(nodes)."""
+        out = {}
+        for n in cores:
+            take = min(self.free[0][n] if self.free[0] else 0, gpus)
+            out[n], gpus = take, gpus - take
+        return out
 
     def start(self, job: Held) -> None:
         """A job starts now on its cores.  O(its nodes + log running)."""
@@ -338,7 +351,8 @@ class Plan:
         ``freed_idle`` are idle and the cores in ``freed`` and GPUs and memory in ``freed_extra``
         (on shared nodes) are free too: runs of consecutive usable nodes of one ``weight``, the
         lightest first, then best fit (``_eval_nodes``); a partly used node only with the GPUs
-        and memory ``req`` asks free on it. None if they do not suffice.  O(runs × bits / 64 + partly used nodes)."""
+        and memory ``req`` asks free on it; GPUs asked for the whole job (``req.gpus``) as free on
+        the nodes picked, in turn (``gres_sched_add``). None if they do not suffice.  O(runs × bits / 64 + partly used nodes)."""
         u = self.usage
         ncores, used = u.ncores, u.used
         avail &= req.only
@@ -387,6 +401,10 @@ class Plan:
             usable |= 1 << n
         if usable.bit_count() < req.nodes:
             return None
+        rem_gpus = req.gpus if u.gpus else 0  # (--gpus: the job's GPUs wherever its nodes have them free)
+
+        def gpus_of(n: int) -> int:
+            return u.gpus[n] if (idle >> n) & 1 else u.free[0][n] + freed_extra[0].get(n, 0)
         partly = sorted(part)
         sets = []  # [first, last, cpus, nodes, weight rank]: a run of consecutive nodes ends where the weight changes
         for rank, tier in enumerate(u.tiers or (-1,)):
@@ -395,7 +413,8 @@ class Plan:
                 lo, hi = bisect.bisect_left(partly, first), bisect.bisect_right(partly, last)
                 for n in partly[lo:hi]:
                     cpus -= ncores[n] - part[n]
-                sets.append([first, last, cpus, last - first + 1, rank])
+                gpus = sum(gpus_of(n) for n in range(first, last + 1)) if rem_gpus else 0
+                sets.append([first, last, cpus, last - first + 1, rank, gpus])
         if u.tiers:
             sets.sort()
 
@@ -406,10 +425,10 @@ class Plan:
         chosen: dict[int, int] = {}
         while max_nodes > 0:
             best, best_cpus, best_ok, best_rank = -1, 0, False, 0
-            for i, (_, _, cpus, count, rank) in enumerate(sets):
+            for i, (_, _, cpus, count, rank, gpus) in enumerate(sets):
                 if count == 0:
                     continue
-                ok = cpus >= rem_cpus and count >= rem_nodes
+                ok = cpus >= rem_cpus and count >= rem_nodes and gpus >= rem_gpus
                 if best < 0 or rank < best_rank or (rank == best_rank and (
                         (ok and not best_ok) or (ok and cpus < best_cpus) or (not ok and cpus > best_cpus))):
                     best, best_cpus, best_ok, best_rank = i, cpus, ok, rank
@@ -421,12 +440,12 @@ class Plan:
                 size = 0
                 for n in range(first, last + 1):
                     have = cpus_of(n)
-                    if have >= rem_cpus and (only < 0 or have < size):
+                    if have >= rem_cpus and (only < 0 or have < size) and (not rem_gpus or gpus_of(n) >= rem_gpus):
                         only, size = n, have
                         if size == rem_cpus:
                             break
             for n in (range(first, last + 1) if only < 0 else (only,)):
-                if max_nodes == 0 or (rem_nodes <= 0 and rem_cpus <= 0):
+                if max_nodes == 0 or (rem_nodes <= 0 and rem_cpus <= 0 and rem_gpus <= 0):
                     break
                 if n in chosen:
                     continue
@@ -442,10 +461,12 @@ class Plan:
                 rem_cpus -= take
                 rem_nodes -= 1
                 max_nodes -= 1
-            if rem_nodes <= 0 and rem_cpus <= 0:
+                if rem_gpus:
+                    rem_gpus -= min(gpus_of(n), rem_gpus)
+            if rem_nodes <= 0 and rem_cpus <= 0 and rem_gpus <= 0:
                 return chosen
             sets[best][2] = sets[best][3] = 0
-        return chosen if rem_nodes <= 0 and rem_cpus <= 0 else None
+        return chosen if rem_nodes <= 0 and rem_cpus <= 0 and rem_gpus <= 0 else None
 
     def will_run(self, req: Request, avail: int) -> tuple[int, dict[int, int]] | None:
         """When and where running jobs leave ``req`` room on ``avail`` (``_will_run_test``).
@@ -541,7 +562,8 @@ class Plan:
             for n in cores:
                 nodes |= 1 << n
             if start <= now:
-                self.start(Held(now + req.wall, nodes, cores, extra=req.extra, mem_per_core=req.mem_per_cpu), req.whole)
+                self.start(Held(now + req.wall, nodes, cores, extra=req.extra, mem_per_core=req.mem_per_cpu,
+                                gpus_on=self.usage.gpus_taken(cores, req.gpus) if req.gpus else None), req.whole)
                 return Planned(now, cores, False)
             if later and start > later:
                 start_res = later
@@ -730,7 +752,8 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
         held.append(job_held)
     reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
                     for res in snap.reservations if isinstance(res.resources, NodeCores)]
-    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free, memory, machine.weight_tiers),
+    return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free, memory, machine.weight_tiers,
+                      [node.gpus for node in machine.nodes] if free[0] else []),
                 up, snap.epoch,
                 config.resolution or 60, config.plan_window, reservations, now)
 
@@ -738,8 +761,11 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
 def _request(job: Job, whole: bool, machine: Machine) -> Request:
     """What the pending ``job`` asks of the select plugin."""
     nodes = machine.for_job(job, 1 if whole else None)
+    spread = job.data.get("gpuspread", "").strip() == "job" and job.gpus_per_node > 0  # (--gpus)
+    extra = (0, job.memory) if spread else _extra(job)
     return Request(job.nodes, _max_nodes(job, whole, nodes), job.nodes if whole else job.total_cores, whole,
-                   job.wall, _extra(job), _mem_per_cpu(job), _per_task(job), *_per_node(job), only=nodes)
+                   job.wall, extra, _mem_per_cpu(job), _per_task(job), *_per_node(job), only=nodes,
+                   gpus=job.gpus_total if spread else 0)
 
 
 def _extra(job: Job) -> tuple[int, int]:

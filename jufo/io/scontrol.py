@@ -484,6 +484,9 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
     gpus = job_gpus(job, int(nodes))
     if gpus:
         data["totalgpus"] = str(gpus)
+        if state == "PENDING" and _TRES_PER_GPU.search(job.get("TresPerJob", "")) \
+                and not _TRES_PER_GPU.search(job.get("TresPerNode", "")):
+            data["gpuspread"] = "job"  # --gpus: the select plugin takes them where free on the nodes it picks
     if state == "PENDING":  # --nodelist, --exclude: only those nodes, none of these
         for key, name in (("ReqNodeList", "reqnodes"), ("ExcNodeList", "excnodes")):
             if job.get(key, "(null)") not in ("(null)", ""):
