@@ -191,8 +191,8 @@ def slurm_conf(lab: Lab) -> str:
     for first, last, gres in ((1, g0 - 1, ""), (g0, g1, gres), (g1 + 1, lab.nodes, "")):
         if first <= last:
             names = f"n[{first:02d}-{last:02d}]" if last > first else f"n{first:02d}"
-            lines.append(f"NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 "
-                         f"Port={NODE_PORT + lab.ports + first - 1}-{NODE_PORT + lab.ports + last - 1} CPUs={lab.cores} "
+            ports = f"{NODE_PORT + lab.ports + first - 1}-{NODE_PORT + lab.ports + last - 1}"
+            lines.append(f"NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} CPUs={lab.cores} "
                          f"RealMemory=1000 {gres}State=UNKNOWN")
     if lab.partitions == "mixed" and lab.nodes > 1:
         lines.append(f"PartitionName=batch Nodes=n[01-{half:02d}] Default=YES MaxTime=INFINITE State=UP "

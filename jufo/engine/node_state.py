@@ -183,8 +183,9 @@ class NodeState(SystemState):
 
     A request is ``nodes × cores_per_node``; it takes eligible nodes in the order
     ``allocation`` gives (see ALLOCATIONS; by default the lowest-numbered, the lightest
-    ``weight`` first) and the lowest free cores on each. With ``sharing=False`` every job takes whole nodes. Per-node queue limits
-    (``avail_classes``) hold at every instant of the job's run.
+    ``weight`` first) and the lowest free cores on each. With ``sharing=False`` every job
+    takes whole nodes. Per-node queue limits (``avail_classes``) hold at every instant of the
+    job's run.
     """
 
     ALLOCATIONS = ("lowest", "bestfit", "contiguous", "latest_released")

@@ -352,7 +352,8 @@ class Plan:
         (on shared nodes) are free too: runs of consecutive usable nodes of one ``weight``, the
         lightest first, then best fit (``_eval_nodes``); a partly used node only with the GPUs
         and memory ``req`` asks free on it; GPUs asked for the whole job (``req.gpus``) as free on
-        the nodes picked, in turn (``gres_sched_add``). None if they do not suffice.  O(runs × bits / 64 + partly used nodes)."""
+        the nodes picked, in turn (``gres_sched_add``). None if they do not suffice.
+        O(runs × bits / 64 + partly used nodes)."""
         u = self.usage
         ncores, used = u.ncores, u.used
         avail &= req.only

@@ -109,7 +109,8 @@ class TraceSource:
         return self.scored_list
 
 
-MACHINE_NODE_KEYS = ("ncores", "gpus", "physmem", "availmem", "switch", "weight")  # what a node keeps (not its state then)
+# what a node keeps (not its state then)
+MACHINE_NODE_KEYS = ("ncores", "gpus", "physmem", "availmem", "switch", "weight")
 
 
 def machine_layout(path: str) -> swf.Layout:
