@@ -73,6 +73,24 @@ def _date(text: str | None) -> int | None:
         return None
 
 
+def newer_than_last_pass(snap: str) -> bool | None:
+    """Does the snapshot show a change (a submit, a start or an end) after Slurm's last backfill
+    pass (``plan_time``, from sdiag)? Then Slurm's estimates are that pass's plan, older than
+    the state jufo plans from. None where the capture has no sdiag."""
+    doc = lml.read(snap)
+    scheduler = next(iter(doc.of_type("scheduler")), None)
+    last_pass = _date(scheduler.data.get("plan_time")) if scheduler is not None else None
+    if last_pass is None:
+        return None
+    for job in doc.of_type("job"):
+        state = job.data.get("state")
+        key = "queuedate" if state == "Pending" else "starttime" if state == "Running" else "endtime"
+        t = _date(job.data.get(key))
+        if t is not None and t > last_pass:
+            return True
+    return False
+
+
 def stats(errors: list[int]) -> dict:
     if not errors:
         return {"count": 0}
@@ -117,6 +135,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
     real = real_starts(sorted((lab / "capture").iterdir()))
     errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
     fidelity: list[int] = []
+    newer: dict[bool | None, list[int]] = {True: [], False: [], None: []}  # by newer_than_last_pass
     ranges = {"held": 0, "with_range": 0, "widths": [], "remaining": []}
     differ: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,6 +151,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
             jufo("slurm", "snapshot", "--from", str(cap), "-o", snap)
             jufo("predict", snap, "--config", site, *given_settings, "-o", out, "-q")
             wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
+            stale = newer_than_last_pass(snap)
             learned = {}
             if history and sacct.exists():
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
@@ -157,6 +177,7 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
                     errors["walltime"].append(actual - mine)
                     if est is not None and est >= at - 60:
                         fidelity.append(abs(mine - est))
+                        newer[stale].append(abs(mine - est))
                         if abs(mine - est) > 60 and len(differ) < 40:
                             differ.append({"capture": cap.name, "job": step, "jufo": mine - at, "slurm": est - at,
                                            "actual": actual - at, "reason": d.get("reason")})
@@ -182,7 +203,11 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
     out = {"lab": str(lab), "captures": len(captures), "job_snapshots": len(errors["starts now"]),
            **{f: stats(e) for f, e in errors.items()},
            "fidelity_within_60s": sum(x <= 60 for x in fidelity) / len(fidelity) if fidelity else None,
-           "fidelity_compared": len(fidelity), "differ_examples": differ}
+           "fidelity_compared": len(fidelity), "differ_examples": differ,
+           # split by whether the capture shows a change Slurm's last pass had not seen (sdiag)
+           **{f"fidelity_{name}": {"compared": len(newer[key]),
+                                   "within_60s": sum(x <= 60 for x in newer[key]) / len(newer[key])}
+              for key, name in ((False, "seen_by_last_pass"), (True, "newer_than_last_pass")) if newer[key]}}
     if ranges["with_range"]:
         out["range_by_capture"] = ranges.get("by_capture", {})
         out["range"] = {"with_range": ranges["with_range"], "coverage": ranges["held"] / ranges["with_range"],
@@ -202,6 +227,11 @@ def table(result: dict) -> str:
     if result["fidelity_within_60s"] is not None:
         rows.append(f"walltime forecast within 60 s of Slurm's estimate: {result['fidelity_within_60s']:.1%} "
                     f"of {result['fidelity_compared']}")
+        for key, what in (("seen_by_last_pass", "in captures whose latest change Slurm's last pass saw"),
+                          ("newer_than_last_pass", "in captures newer than Slurm's last pass")):
+            part = result.get(f"fidelity_{key}")
+            if part:
+                rows.append(f"  {what}: {part['within_60s']:.1%} of {part['compared']}")
     if "range" in result:
         r = result["range"]
         rows.append(f"history range: {r['with_range']} with a range, coverage {r['coverage']:.1%}, median width "
