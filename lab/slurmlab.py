@@ -94,8 +94,7 @@ class Lab:
 
     def with_gpus(self) -> str:
         """The hostlist of the nodes with GPUs."""
-        first, last = self.gpu_range()
-        return f"n[{first:02d}-{last:02d}]" if last > first else f"n{first:02d}"
+        return hostlist(*self.gpu_range())
 
     @property
     def munge_socket(self) -> Path:
@@ -103,10 +102,15 @@ class Lab:
 
     @property
     def names(self) -> str:
-        return f"n[01-{self.nodes:02d}]" if self.nodes > 1 else "n01"
+        return hostlist(1, self.nodes)
 
     def node(self, k: int) -> str:
         return f"n{k + 1:02d}"
+
+
+def hostlist(first: int, last: int) -> str:
+    """Nodes ``n<first>`` to ``n<last>`` (from 1) as a Slurm hostlist: ``n[03-05]``, ``n03``."""
+    return f"n[{first:02d}-{last:02d}]" if last > first else f"n{first:02d}"
 
 
 def sh(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
@@ -187,22 +191,22 @@ def slurm_conf(lab: Lab) -> str:
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
     g0, g1 = lab.gpu_range() if lab.gpus else (1, lab.nodes)
-    gres = (f"Gres=gpu:{lab.gpus} " if lab.gpus else "") + (f"Weight={lab.gpu_weight} " if lab.gpu_weight != 1 else "")
-    for first, last, gres in ((1, g0 - 1, ""), (g0, g1, gres), (g1 + 1, lab.nodes, "")):
+    with_gpus = ((f"Gres=gpu:{lab.gpus} " if lab.gpus else "")
+                 + (f"Weight={lab.gpu_weight} " if lab.gpus and lab.gpu_weight != 1 else ""))
+    for first, last, extra in ((1, g0 - 1, ""), (g0, g1, with_gpus), (g1 + 1, lab.nodes, "")):
         if first <= last:
-            names = f"n[{first:02d}-{last:02d}]" if last > first else f"n{first:02d}"
             ports = f"{NODE_PORT + lab.ports + first - 1}-{NODE_PORT + lab.ports + last - 1}"
-            lines.append(f"NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} CPUs={lab.cores} "
-                         f"RealMemory=1000 {gres}State=UNKNOWN")
+            lines.append(f"NodeName={hostlist(first, last)} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
+                         f"CPUs={lab.cores} RealMemory=1000 {extra}State=UNKNOWN")
     if lab.partitions == "mixed" and lab.nodes > 1:
-        lines.append(f"PartitionName=batch Nodes=n[01-{half:02d}] Default=YES MaxTime=INFINITE State=UP "
+        lines.append(f"PartitionName=batch Nodes={hostlist(1, half)} Default=YES MaxTime=INFINITE State=UP "
                      "OverSubscribe=EXCLUSIVE")
-        lines.append(f"PartitionName=shared Nodes=n[{half + 1:02d}-{lab.nodes:02d}] MaxTime=INFINITE State=UP "
+        lines.append(f"PartitionName=shared Nodes={hostlist(half + 1, lab.nodes)} MaxTime=INFINITE State=UP "
                      "OverSubscribe=NO")
     elif lab.partitions == "overlap" and lab.nodes > 1:  # a higher tier on half of batch's nodes, as sites
         lines.append(f"PartitionName=batch Nodes={lab.names} Default=YES MaxTime=INFINITE State=UP "  # give a
                      "OverSubscribe=EXCLUSIVE PriorityTier=1")  # group or short jobs precedence
-        lines.append(f"PartitionName=prio Nodes=n[01-{half:02d}] MaxTime=INFINITE State=UP "
+        lines.append(f"PartitionName=prio Nodes={hostlist(1, half)} MaxTime=INFINITE State=UP "
                      "OverSubscribe=EXCLUSIVE PriorityTier=2")
     else:
         lines.append(f"PartitionName=batch Nodes={lab.names} Default=YES MaxTime=INFINITE State=UP "
@@ -671,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
             if lab.shapes:
                 jobs = shaped(jobs, lab)
             span = max((j.at for j in jobs), default=0)
-            maintenance = (span * 0.6, 5, f"n[{lab.nodes // 2 + 1:02d}-{lab.nodes:02d}]")
+            maintenance = (span * 0.6, 5, hostlist(lab.nodes // 2 + 1, lab.nodes))
         (lab.dir / "workload.json").write_text(json.dumps([j.__dict__ for j in jobs]))
         replay(lab, env, jobs, args.every, args.tail, maintenance)
         collect(lab, env)

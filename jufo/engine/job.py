@@ -57,7 +57,7 @@ class Job:
     cores_per_node: int = 1
     total_cores: int = 1
     gpus_per_node: int = 0  # from totalgpus: only nodes with that many GPUs qualify
-    gpus_total: int = 0  # totalgpus; with ``gpuspread=job`` (Slurm's --gpus) spread over its nodes as found
+    gpus_per_job: int = 0  # with ``gpuspread=job`` (Slurm's --gpus): totalgpus, taken where free on its nodes
     memory: int = 0  # MB per node (``memory`` or ``reqmem``): only nodes that have it qualify
     # Slurm's --constraint (``constraint``): only nodes with one of these sets of features qualify
     constraint: tuple[frozenset[str], ...] | None = None
@@ -391,8 +391,8 @@ class JobReader:
                 break
         if obj.data.get("totalgpus", "").strip():
             gpus = self._whole(job, obj, "totalgpus", positive=False)
-            job.gpus_total = gpus or 0
             spread = obj.data.get("gpuspread", "").strip() == "job"  # (--gpus: wherever its nodes have them)
+            job.gpus_per_job = gpus if spread and gpus else 0
             job.gpus_per_node = (1 if spread else ceil(gpus / nodes)) if gpus else 0
         if obj.data.get("constraint", "").strip():
             try:

@@ -380,19 +380,20 @@ class Plan:
         if per_cpu or cpt > 1 or cap or least > 1:
             # a node gives whole tasks, as many CPUs as its free memory pays for, no more than the
             # job asks per node, and none unless as many as it asks at least
+            def gives(free: int, mb: int) -> int:  # of ``free`` cores and ``mb`` MB free on a node
+                have = min(free, mb // per_cpu) if per_cpu else free
+                have = min(have, cap) if cap else have
+                return have - have % cpt
+
             back = freed_extra[1]
             for n in list(part):
-                have = min(part[n], (u.free[1][n] + back.get(n, 0)) // per_cpu) if per_cpu else part[n]
-                have = min(have, cap) if cap else have
-                part[n] = have - have % cpt
+                part[n] = gives(part[n], u.free[1][n] + back.get(n, 0) if per_cpu else 0)
                 if part[n] < least:
                     del part[n]
             if not req.whole and (per_cpu > u.mem_per_core or any(c % cpt for c in u.core_counts)
                                   or any(c > cap > 0 or c < least for c in u.core_counts)):
                 for n in bits_of(idle):  # (else no idle node is short)
-                    have = min(ncores[n], u.memory[n] // per_cpu) if per_cpu else ncores[n]
-                    have = min(have, cap) if cap else have
-                    have -= have % cpt
+                    have = gives(ncores[n], u.memory[n] if per_cpu else 0)
                     if have < ncores[n]:
                         idle &= ~(1 << n)
                         if have >= least:
@@ -762,11 +763,10 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
 def _request(job: Job, whole: bool, machine: Machine) -> Request:
     """What the pending ``job`` asks of the select plugin."""
     nodes = machine.for_job(job, 1 if whole else None)
-    spread = job.data.get("gpuspread", "").strip() == "job" and job.gpus_per_node > 0  # (--gpus)
-    extra = (0, job.memory) if spread else _extra(job)
+    extra = (0, job.memory) if job.gpus_per_job else _extra(job)  # (--gpus: none asked per node)
     return Request(job.nodes, _max_nodes(job, whole, nodes), job.nodes if whole else job.total_cores, whole,
                    job.wall, extra, _mem_per_cpu(job), _per_task(job), *_per_node(job), only=nodes,
-                   gpus=job.gpus_total if spread else 0)
+                   gpus=job.gpus_per_job)
 
 
 def _extra(job: Job) -> tuple[int, int]:
@@ -774,27 +774,27 @@ def _extra(job: Job) -> tuple[int, int]:
     return job.gpus_per_node, job.memory
 
 
+def _count(job: Job, key: str) -> int:
+    """A job's whole-number key as Slurm's plan reads it; 0 where not given or unreadable."""
+    raw = job.data.get(key, "").strip()
+    return int(raw) if raw.isdigit() else 0
+
+
 def _mem_per_cpu(job: Job) -> int:
     """MB a job asks for each CPU (``mempercpu``, from Slurm's ``--mem-per-cpu``), 0: none."""
-    raw = job.data.get("mempercpu", "").strip()
-    return int(raw) if raw.isdigit() else 0
+    return _count(job, "mempercpu")
 
 
 def _per_task(job: Job) -> int:
     """CPUs of each of a job's tasks (``tpt``, from Slurm's ``CPUs/Task``), 1 where not given."""
-    raw = job.data.get("tpt", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+    return _count(job, "tpt") or 1
 
 
 def _per_node(job: Job) -> tuple[int, int]:
     """``(exactly, at least)`` CPUs a job asks on each of its nodes: ``ppn`` (or
     ``taskspernode``; from Slurm's ``--ntasks-per-node``) and ``mincpus`` (``--mincpus``); 0 where
     not asked."""
-    def whole(key: str) -> int:
-        raw = job.data.get(key, "").strip()
-        return int(raw) if raw.isdigit() else 0
-
-    return whole("ppn") or whole("taskspernode"), whole("mincpus")
+    return _count(job, "ppn") or _count(job, "taskspernode"), _count(job, "mincpus")
 
 
 def _mask_of(nodes: Iterable[int]) -> int:

@@ -491,17 +491,16 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
         for key, name in (("ReqNodeList", "reqnodes"), ("ExcNodeList", "excnodes")):
             if job.get(key, "(null)") not in ("(null)", ""):
                 data[name] = job[key]
-    per_node, per_cpu = job_memory(job)
-    if per_node:
-        data["reqmem"] = str(per_node)  # MB on each node (the node must have it)
-    if per_cpu:
-        data["mempercpu"] = str(per_cpu)  # MB for each CPU (counted where memory is a consumable)
-    if state == "PENDING":
         exact, least = job_per_node(job)
         if exact:
             data["ppn"] = str(exact)  # --ntasks-per-node (× CPUs/Task): that many CPUs on each node
         if least:
             data["mincpus"] = str(least)  # --mincpus: a node qualifies only with this many CPUs free
+    per_node, per_cpu = job_memory(job)
+    if per_node:
+        data["reqmem"] = str(per_node)  # MB on each node (the node must have it)
+    if per_cpu:
+        data["mempercpu"] = str(per_cpu)  # MB for each CPU (counted where memory is a consumable)
     if job.get("Features", "(null)") not in ("(null)", ""):
         data["constraint"] = job["Features"]  # --constraint: only nodes with these features
     if _exclusive_job(job):
