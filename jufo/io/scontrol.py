@@ -278,11 +278,15 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     # partition → its PriorityTier and MaxTime (None: none), as read for the queue objects
     tiers = {name: (data["prioritytier"], int(data["maxtime"]) if "maxtime" in data else None)
              for name, data in queues}
+    # partition → the most CPUs a node of it has (Slurm's max_cpu_cnt: a pending job's least nodes)
+    widest: dict[str, int] = {}
+    totals = {node["NodeName"]: _number(node.get("CPUTot", "")) for node in nodes}
     for k, part in enumerate(partitions):
         name = part["PartitionName"]
         for n in partition_nodes(part, k, text.names["partition"]):
             if n in cpus:
                 classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
+                widest[name] = max(widest.get(name, 0), totals[n])
     node_names = {node["NodeName"] for node in nodes}
     for name, data in queues:  # a queue is known by its object's name, which build() takes from the id
         objects.append((name if name not in node_names else f"partition_{name}", "queue", {"name": name, **data}))
@@ -305,7 +309,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
             data["classes"] = classes[name]
         objects.append((name, "node", {k: v for k, v in data.items() if v not in ("", "(null)")}))
     for k, job in enumerate(jobs):
-        objects.append((f"j{k}", "job", _job_data(job, text.names["job"], k + 1, tiers)))
+        objects.append((f"j{k}", "job", _job_data(job, text.names["job"], k + 1, tiers, widest)))
     for k, (qos, limits) in enumerate(sorted(qos_limits(text.qos).items())):  # as LLview 2's classes_LML.xml
         objects.append((f"c{k}", "class", {"name": qos, **limits}))
     for k, resv in enumerate(reservations):
@@ -380,6 +384,43 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
 _UNITS_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
+_TRES_NODES = re.compile(r"(?:^|,)node=(\d+)(?:,|$)")
+
+
+def _number(text: str) -> int:
+    """A whole number of Slurm's text, 0 where there is none (``*``, ``N/A``, empty)."""
+    return int(text) if text.isdigit() else 0
+
+
+def pending_nodes(job: dict[str, str], shown: str, widest: int) -> str:
+    """The fewest nodes a pending job may run on, as Slurm counts them where it has tried no
+    allocation for the job: its requested TRES's ``node=`` (``min_nodes``), raised to what its
+    tasks need on nodes of ``widest`` CPUs (the partition's largest; ``_pack_default_job_details``).
+    A pending job's NumNodes shows instead the nodes of an allocation tried for it where there
+    was one: an array's remaining tasks show those the task started before them got
+    (``NumNodes=2`` for ``-n 2``, which Slurm plans on one node). So the count is lowered, never
+    raised: ``shown`` (NumNodes) stands where it is the lower or TRES gives no count.
+
+    >>> shapes = {"TRES": "cpu=2,mem=1000M,node=1,billing=2", "NumTasks": "2", "CPUs/Task": "1"}
+    >>> pending_nodes(shapes, "2", 4), pending_nodes({**shapes, "NumTasks": "6"}, "2", 4)
+    ('1', '2')
+    >>> pending_nodes({}, "2", 4)
+    '2'
+    """
+    found = _TRES_NODES.search(job.get("TRES", ""))
+    if not found or not int(found.group(1)):
+        return shown
+    least, tasks = int(found.group(1)), _number(job.get("NumTasks", ""))
+    if tasks and widest:
+        per_node = _number(job.get("NtasksPerN:B:S:C", "").split(":")[0])
+        per_task = max(1, _number(job.get("CPUs/Task", "1")))
+        if not per_node:  # tasks that fit on the widest node
+            per_node = max(1, widest // per_task)
+            tasks += per_node - 1
+        least = max(least, tasks // per_node)
+    return str(least) if not shown.isdigit() or least < int(shown) else shown
+
+
 def job_memory(job: dict[str, str]) -> tuple[int, int]:
     """MB a job asks on each node (``MinMemoryNode``: ``--mem``) or for each CPU
     (``MinMemoryCPU``: ``--mem-per-cpu``, or the site's ``DefMemPerCPU``), as ``(per node,
@@ -434,7 +475,8 @@ def _tier(job: dict[str, str], wall: str | None, tiers: dict[str, tuple[str, int
     return max((tiers.get(n, ("1", None))[0] for n in names), key=lambda t: int(t) if t.isdigit() else 0)
 
 
-def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tuple[str, int | None]]) -> dict[str, str]:
+def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tuple[str, int | None]],
+              widest: dict[str, int] | None = None) -> dict[str, str]:
     """One job in LLview 2's keys (and ``exclusive``, ``prioritytier``, which jufo reads too)."""
     state, reason = job.get("JobState", ""), job.get("Reason", "")
     status, detailed = _status(state, reason)
@@ -461,6 +503,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
     if state == "PENDING":  # "2-4": at most 4 nodes; "2" alone (only cores asked): as many as it takes
         low, dash, high = job.get("NumNodes", "1").partition("-")
         data["numnodes_max"] = high if dash else "unlimited"
+        nodes = pending_nodes(job, nodes, (widest or {}).get(job.get("Partition", "").split(",")[0], 0))
     data.update(queue=job.get("Partition", ""), status=status, detailedstatus=detailed, numnodes=nodes,
                 totalcores=cpus, tpt=per_task, command=job.get("Command", ""), comment=job.get("Comment", ""))
     if not (nodes.isdigit() and cpus.isdigit() and per_task.isdigit()) or int(nodes) == 0 or int(per_task) == 0:
