@@ -437,7 +437,8 @@ def mixed(jobs: list[Submit], lab: Lab) -> list[Submit]:
 def shaped(jobs: list[Submit], lab: Lab) -> list[Submit]:
     """Jobs of the core-shared partition asked as users write them, each chosen by its trace
     number: a quarter as ``-N 2 --ntasks-per-node=k``, a fifth as ``-c 2`` tasks, a tenth with
-    ``--mincpus=2``, and with GPUs a sixth ``--gres=gpu:1`` (the rest ``-n``)."""
+    ``--mincpus=2``, with GPUs a sixth ``--gres=gpu:1``, and with ``--memory`` an eighth
+    ``--mem-per-cpu=300`` (three such CPUs fill a node's 1,000 MB; the rest ``-n``)."""
     out = []
     for job in jobs:
         if job.partition != "shared" or job.array or job.trace_id.startswith("chain"):
@@ -453,6 +454,8 @@ def shaped(jobs: list[Submit], lab: Lab) -> list[Submit]:
             job.extra = ["--mincpus=2"]
         elif pick < 0.72 and lab.gpus:
             job.extra = ["--gres=gpu:1"]
+        elif pick < 0.85 and lab.memory:
+            job.extra = ["--mem-per-cpu=300"]
         out.append(job)
     return out
 
@@ -633,7 +636,7 @@ def main(argv: list[str] | None = None) -> None:
                    "the shared partition with --partitions mixed); 0: all")
     p.add_argument("--gpu-weight", type=int, default=1, help="with --gpus: the Weight of the nodes with GPUs")
     p.add_argument("--shapes", action="store_true", help="with --partitions mixed: shared jobs asked as users write "
-                   "them (--ntasks-per-node, -c 2, --mincpus, --gres=gpu:1 with --gpus)")
+                   "them (--ntasks-per-node, -c 2, --mincpus, --gres=gpu:1 with --gpus, --mem-per-cpu=300 with --memory)")
     p.add_argument("--memory", action="store_true",
                    help="memory a consumable (CR_Core_Memory, DefMemPerCPU=100; each node has 1,000 MB)")
     p.add_argument("--bf", default="", metavar="PARAMS",
