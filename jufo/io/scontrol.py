@@ -278,15 +278,17 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     # partition → its PriorityTier and MaxTime (None: none), as read for the queue objects
     tiers = {name: (data["prioritytier"], int(data["maxtime"]) if "maxtime" in data else None)
              for name, data in queues}
-    # partition → the most CPUs a node of it has (Slurm's max_cpu_cnt: a pending job's least nodes)
-    widest: dict[str, int] = {}
-    totals = {node["NodeName"]: _number(node.get("CPUTot", "")) for node in nodes}
+    # partition → the most CPUs and MB a node of it has (Slurm's max_cpu_cnt: a pending job's least nodes)
+    widest: dict[str, tuple[int, int]] = {}
+    totals = {node["NodeName"]: (_number(node.get("CPUTot", "")), _number(node.get("RealMemory", "")))
+              for node in nodes}
     for k, part in enumerate(partitions):
         name = part["PartitionName"]
         for n in partition_nodes(part, k, text.names["partition"]):
             if n in cpus:
                 classes[n] = classes.get(n, "") + f"[{name}:{cpus[n]}]"
-                widest[name] = max(widest.get(name, 0), totals[n])
+                most = widest.get(name, (0, 0))
+                widest[name] = (max(most[0], totals[n][0]), max(most[1], totals[n][1]))
     node_names = {node["NodeName"] for node in nodes}
     for name, data in queues:  # a queue is known by its object's name, which build() takes from the id
         objects.append((name if name not in node_names else f"partition_{name}", "queue", {"name": name, **data}))
@@ -392,18 +394,23 @@ def _number(text: str) -> int:
     return int(text) if text.isdigit() else 0
 
 
-def pending_nodes(job: dict[str, str], shown: str, widest: int) -> str:
-    """The fewest nodes a pending job may run on, as Slurm counts them where it has tried no
-    allocation for the job: its requested TRES's ``node=`` (``min_nodes``), raised to what its
-    tasks need on nodes of ``widest`` CPUs (the partition's largest; ``_pack_default_job_details``).
-    A pending job's NumNodes shows instead the nodes of an allocation tried for it where there
-    was one: an array's remaining tasks show those the task started before them got
-    (``NumNodes=2`` for ``-n 2``, which Slurm plans on one node). So the count is lowered, never
-    raised: ``shown`` (NumNodes) stands where it is the lower or TRES gives no count.
+def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0) -> str:
+    """The fewest nodes a pending job may run on: its requested TRES's ``node=`` (``min_nodes``),
+    raised to what its tasks need on the partition's largest node, of ``widest`` CPUs and
+    ``memory`` MB (its memory counted where the job asks it per CPU), as Slurm counts them
+    where it has tried no allocation (``_pack_default_job_details``). A pending job's NumNodes
+    shows instead the node count of the latest allocation Slurm tried for it (``node_cnt_wag``),
+    which an array's waiting tasks keep from the task started before them: ``NumNodes=2`` for
+    ``-n 2`` after a task ran on two nodes, while Slurm's backfill plans each task on one. The
+    count is lowered to that least, never raised: ``shown`` (NumNodes) stands where it is the
+    lower or TRES gives no count (a job asking more memory per CPU than one node has for all
+    its CPUs keeps the nodes it needs).
 
     >>> shapes = {"TRES": "cpu=2,mem=1000M,node=1,billing=2", "NumTasks": "2", "CPUs/Task": "1"}
     >>> pending_nodes(shapes, "2", 4), pending_nodes({**shapes, "NumTasks": "6"}, "2", 4)
     ('1', '2')
+    >>> pending_nodes({**shapes, "NumTasks": "4", "MinMemoryCPU": "300M"}, "2", 4, 1000)  # 3 CPUs a node
+    '2'
     >>> pending_nodes({}, "2", 4)
     '2'
     """
@@ -414,8 +421,10 @@ def pending_nodes(job: dict[str, str], shown: str, widest: int) -> str:
     if tasks and widest:
         per_node = _number(job.get("NtasksPerN:B:S:C", "").split(":")[0])
         per_task = max(1, _number(job.get("CPUs/Task", "1")))
-        if not per_node:  # tasks that fit on the widest node
-            per_node = max(1, widest // per_task)
+        if not per_node:  # tasks that fit on the largest node
+            per_cpu = job_memory(job)[1]
+            cpus = min(widest, memory // per_cpu) if per_cpu and memory else widest
+            per_node = max(1, cpus // per_task)
             tasks += per_node - 1
         least = max(least, tasks // per_node)
     return str(least) if not shown.isdigit() or least < int(shown) else shown
@@ -476,7 +485,7 @@ def _tier(job: dict[str, str], wall: str | None, tiers: dict[str, tuple[str, int
 
 
 def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tuple[str, int | None]],
-              widest: dict[str, int] | None = None) -> dict[str, str]:
+              widest: dict[str, tuple[int, int]] | None = None) -> dict[str, str]:
     """One job in LLview 2's keys (and ``exclusive``, ``prioritytier``, which jufo reads too)."""
     state, reason = job.get("JobState", ""), job.get("Reason", "")
     status, detailed = _status(state, reason)
@@ -503,7 +512,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
     if state == "PENDING":  # "2-4": at most 4 nodes; "2" alone (only cores asked): as many as it takes
         low, dash, high = job.get("NumNodes", "1").partition("-")
         data["numnodes_max"] = high if dash else "unlimited"
-        nodes = pending_nodes(job, nodes, (widest or {}).get(job.get("Partition", "").split(",")[0], 0))
+        nodes = pending_nodes(job, nodes, *(widest or {}).get(job.get("Partition", "").split(",")[0], (0, 0)))
     data.update(queue=job.get("Partition", ""), status=status, detailedstatus=detailed, numnodes=nodes,
                 totalcores=cpus, tpt=per_task, command=job.get("Command", ""), comment=job.get("Comment", ""))
     if not (nodes.isdigit() and cpus.isdigit() and per_task.isdigit()) or int(nodes) == 0 or int(per_task) == 0:
