@@ -396,8 +396,8 @@ def _number(text: str) -> int:
 
 def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0) -> str:
     """The fewest nodes a pending job may run on: its requested TRES's ``node=`` (``min_nodes``),
-    raised to what its tasks need on the partition's largest node, of ``widest`` CPUs and
-    ``memory`` MB (its memory counted where the job asks it per CPU), as Slurm counts them
+    raised to what its CPUs and tasks need on the partition's largest node, of ``widest`` CPUs
+    and ``memory`` MB (its memory counted where the job asks it per CPU), as Slurm counts them
     where it has tried no allocation (``_pack_default_job_details``). A pending job's NumNodes
     shows instead the node count of the latest allocation Slurm tried for it (``node_cnt_wag``),
     which an array's waiting tasks keep from the task started before them: ``NumNodes=2`` for
@@ -411,6 +411,8 @@ def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0)
     ('1', '2')
     >>> pending_nodes({**shapes, "NumTasks": "4", "MinMemoryCPU": "300M"}, "2", 4, 1000)  # 3 CPUs a node
     '2'
+    >>> pending_nodes({**shapes, "NumTasks": "N/A", "NumCPUs": "6"}, "2", 4)  # six CPUs: two nodes
+    '2'
     >>> pending_nodes({}, "2", 4)
     '2'
     """
@@ -418,15 +420,16 @@ def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0)
     if not found or not int(found.group(1)):
         return shown
     least, tasks = int(found.group(1)), _number(job.get("NumTasks", ""))
-    if tasks and widest:
+    if widest:
+        per_cpu = job_memory(job)[1]
+        room = max(1, min(widest, memory // per_cpu) if per_cpu and memory else widest)  # CPUs a node gives
+        least = max(least, -(-_number(job.get("NumCPUs", "")) // room))  # (also where NumTasks is N/A)
         per_node = _number(job.get("NtasksPerN:B:S:C", "").split(":")[0])
-        per_task = max(1, _number(job.get("CPUs/Task", "1")))
-        if not per_node:  # tasks that fit on the largest node
-            per_cpu = job_memory(job)[1]
-            cpus = min(widest, memory // per_cpu) if per_cpu and memory else widest
-            per_node = max(1, cpus // per_task)
+        if tasks and not per_node:  # tasks that fit on the largest node
+            per_node = max(1, room // max(1, _number(job.get("CPUs/Task", "1"))))
             tasks += per_node - 1
-        least = max(least, tasks // per_node)
+        if tasks and per_node:
+            least = max(least, tasks // per_node)
     return str(least) if not shown.isdigit() or least < int(shown) else shown
 
 
