@@ -424,12 +424,12 @@ def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0)
         per_cpu = job_memory(job)[1]
         room = max(1, min(widest, memory // per_cpu) if per_cpu and memory else widest)  # CPUs a node gives
         least = max(least, -(-_number(job.get("NumCPUs", "")) // room))  # (also where NumTasks is N/A)
-        per_node = _number(job.get("NtasksPerN:B:S:C", "").split(":")[0])
-        if tasks and not per_node:  # tasks that fit on the largest node
-            per_node = max(1, room // max(1, _number(job.get("CPUs/Task", "1"))))
-            tasks += per_node - 1
-        if tasks and per_node:
-            least = max(least, tasks // per_node)
+        per_task = max(1, _number(job.get("CPUs/Task", "1")))
+        exact = job_per_node(job)[0]  # --ntasks-per-node × CPUs/Task
+        if tasks and exact:  # that many tasks on each node
+            least = max(least, tasks // (exact // per_task))
+        elif tasks:  # as many tasks as fit on the largest node
+            least = max(least, -(-tasks // max(1, room // per_task)))
     return str(least) if not shown.isdigit() or least < int(shown) else shown
 
 
@@ -488,7 +488,7 @@ def _tier(job: dict[str, str], wall: str | None, tiers: dict[str, tuple[str, int
 
 
 def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tuple[str, int | None]],
-              widest: dict[str, tuple[int, int]] | None = None) -> dict[str, str]:
+              widest: dict[str, tuple[int, int]]) -> dict[str, str]:
     """One job in LLview 2's keys (and ``exclusive``, ``prioritytier``, which jufo reads too)."""
     state, reason = job.get("JobState", ""), job.get("Reason", "")
     status, detailed = _status(state, reason)
@@ -515,7 +515,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
     if state == "PENDING":  # "2-4": at most 4 nodes; "2" alone (only cores asked): as many as it takes
         low, dash, high = job.get("NumNodes", "1").partition("-")
         data["numnodes_max"] = high if dash else "unlimited"
-        nodes = pending_nodes(job, nodes, *(widest or {}).get(job.get("Partition", "").split(",")[0], (0, 0)))
+        nodes = pending_nodes(job, nodes, *widest.get(job.get("Partition", "").split(",")[0], (0, 0)))
     data.update(queue=job.get("Partition", ""), status=status, detailedstatus=detailed, numnodes=nodes,
                 totalcores=cpus, tpt=per_task, command=job.get("Command", ""), comment=job.get("Comment", ""))
     if not (nodes.isdigit() and cpus.isdigit() and per_task.isdigit()) or int(nodes) == 0 or int(per_task) == 0:
