@@ -84,6 +84,7 @@ class Lab:
     gpu_nodes: int = 0  # only this many nodes have the GPUs (0: all), as sites mix GPU and CPU nodes
     gpu_weight: int = 1  # the Weight of the nodes with GPUs, as sites keep CPU jobs off them
     shapes: bool = False  # shared jobs asked as users write them (--ntasks-per-node, -c, --mincpus, --gres)
+    halflife: int = 10  # fair share: PriorityDecayHalfLife in lab minutes (Slurm's default, 7 days, is 101 at --scale 100)
 
     def gpu_range(self) -> tuple[int, int]:
         """The first and last node (from 1) with GPUs: the first ``gpu_nodes`` of the core-shared
@@ -179,7 +180,7 @@ def slurm_conf(lab: Lab) -> str:
                   "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     elif lab.priority == "fairshare":  # as most sites: fair share first, age second; usage decays in lab time
         lines += ["PriorityWeightFairshare=10000", "PriorityWeightAge=1000",
-                  "PriorityMaxAge=1:00:00", "PriorityDecayHalfLife=0-00:10:00", "PriorityCalcPeriod=1",
+                  "PriorityMaxAge=1:00:00", f"PriorityDecayHalfLife={lab.halflife // 1440}-{lab.halflife // 60 % 24:02d}:{lab.halflife % 60:02d}:00", "PriorityCalcPeriod=1",
                   "PriorityWeightJobSize=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     if lab.accounting:
         # AccountingStoragePass: the munge socket for slurmdbd's connections (sacct, sacctmgr and
@@ -639,6 +640,8 @@ def main(argv: list[str] | None = None) -> None:
                    "them (--ntasks-per-node, -c 2, --mincpus, --gres=gpu:1 with --gpus, --mem-per-cpu=300 with --memory)")
     p.add_argument("--memory", action="store_true",
                    help="memory a consumable (CR_Core_Memory, DefMemPerCPU=100; each node has 1,000 MB)")
+    p.add_argument("--halflife", type=int, default=10, metavar="MINUTES",
+                   help="with --priority fairshare: how fast usage decays (PriorityDecayHalfLife, lab minutes)")
     p.add_argument("--bf", default="", metavar="PARAMS",
                    help="more SchedulerParameters, e.g. bf_max_job_user=4,bf_min_age_reserve=120")
     args = p.parse_args(argv)
@@ -649,6 +652,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if os.geteuid() != 0:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
+    if args.halflife < 1:
+        raise SystemExit(f"slurmlab: --halflife {args.halflife}: at least one minute")
     if args.priority == "fairshare" and not args.accounting:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
     if (args.user_limit or args.user_cpus) and not args.accounting:
@@ -662,7 +667,7 @@ def main(argv: list[str] | None = None) -> None:
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
               bf_extra=args.bf, gpus=args.gpus, memory=args.memory, gpu_nodes=args.gpu_nodes,
-              gpu_weight=args.gpu_weight, shapes=args.shapes)
+              gpu_weight=args.gpu_weight, shapes=args.shapes, halflife=args.halflife)
     try:
         env = start(lab)
         if args.action == "start":
