@@ -131,6 +131,15 @@ def install(accounting: bool) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+def duration(minutes: int) -> str:
+    """Minutes as Slurm writes a duration in its configuration, ``days-hours:minutes:seconds``.
+
+    >>> duration(10), duration(101), duration(1441)
+    ('0-00:10:00', '0-01:41:00', '1-00:01:00')
+    """
+    return f"{minutes // 1440}-{minutes // 60 % 24:02d}:{minutes % 60:02d}:00"
+
+
 def slurm_conf(lab: Lab) -> str:
     d = lab.dir
     half = max(1, lab.nodes // 2)
@@ -180,7 +189,7 @@ def slurm_conf(lab: Lab) -> str:
                   "PriorityWeightFairshare=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     elif lab.priority == "fairshare":  # as most sites: fair share first, age second; usage decays in lab time
         lines += ["PriorityWeightFairshare=10000", "PriorityWeightAge=1000",
-                  "PriorityMaxAge=1:00:00", f"PriorityDecayHalfLife={lab.halflife // 1440}-{lab.halflife // 60 % 24:02d}:{lab.halflife % 60:02d}:00", "PriorityCalcPeriod=1",
+                  "PriorityMaxAge=1:00:00", f"PriorityDecayHalfLife={duration(lab.halflife)}", "PriorityCalcPeriod=1",
                   "PriorityWeightJobSize=0", "PriorityWeightPartition=0", "PriorityWeightQOS=0"]
     if lab.accounting:
         # AccountingStoragePass: the munge socket for slurmdbd's connections (sacct, sacctmgr and
@@ -647,13 +656,13 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if not re.fullmatch(r"(bf_[a-z_]+=\d+)?(,bf_[a-z_]+=\d+)*", args.bf):
         raise SystemExit(f"slurmlab: --bf {args.bf!r}: not a comma list of bf_NAME=NUMBER")
+    if args.halflife < 1:
+        raise SystemExit(f"slurmlab: --halflife {args.halflife}: at least one minute")
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
         return
     if os.geteuid() != 0:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
-    if args.halflife < 1:
-        raise SystemExit(f"slurmlab: --halflife {args.halflife}: at least one minute")
     if args.priority == "fairshare" and not args.accounting:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
     if (args.user_limit or args.user_cpus) and not args.accounting:
