@@ -49,6 +49,20 @@ def test_ranges_are_never_narrowed_for_holding_more():
     assert full.range(now, now + 1800) == plain.range(now, now + 1800)
 
 
+def test_a_range_reaches_as_far_as_jobs_still_waiting_have_waited():
+    """Half of 40 "starts now" forecasts started within an hour, half still wait: the ratios
+    above the median are hidden (censored), each at least the longest wait seen. The range
+    reaches that far, and says so, rather than giving no range (as before 2026-11-29)."""
+    now = 100 * DAY
+    past = [Scored(d * DAY, d * DAY, d * DAY + d * 100 if d % 2 else None, now, job=str(d)) for d in range(40)][::-1]
+    best, lo, hi, label = Calibration(past, 0.8).range(now, now)
+    assert now <= lo <= best < now + 3600
+    assert hi == now + now  # the job forecast at 0 has waited ``now`` seconds so far
+    assert label == "now, reaching the longest wait seen so far"
+    started = [s for s in past if s.start is not None] * 2  # the same ratios, none hidden
+    assert "longest" not in Calibration(started, 0.8).range(now, now)[3]
+
+
 def test_a_job_still_waiting_past_its_range_counts_as_a_miss_and_one_inside_it_not_yet():
     waiting = [Scored(0, 100, None, 5000, 50, 4000, "late"), Scored(0, 100, None, 3000, 50, 4000, "open")]
     assert list(settled(waiting)) == [("late", False)]

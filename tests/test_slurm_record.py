@@ -740,7 +740,8 @@ def test_a_fair_share_lab_whose_usage_decays_as_slurms_default(tmp_path_factory)
     the walltime forecast within 60 s of Slurm's estimate on 98.7 % of 3,814 job-snapshots; the
     history forecast 103 s against Slurm's 275 s median absolute error (0.37×), and unbiased
     (median error +2 s, where `lab-memory`'s fast-swinging priorities left it +225 s); given the
-    real run times 22 s."""
+    real run times 22 s. Its ranges held 77.6 % of 3,864 (72.0 % of 2,708 before they reached
+    as far as the jobs still waiting had waited)."""
     score = lab_module("score")
 
     lab = unpack(tmp_path_factory, "lab-fairshare3")
@@ -753,4 +754,7 @@ def test_a_fair_share_lab_whose_usage_decays_as_slurms_default(tmp_path_factory)
     assert result["history"]["median_abs_error"] <= 0.25 * result["starts now"]["median_abs_error"]
     assert abs(result["history"]["median_error"]) <= 60  # +3 s
     assert result["history"]["within_5min"] >= 1.3 * result["slurm"]["within_5min"]
-    assert result["range"]["with_range"] > 700  # 66.9 % of 786 held: short of the 80 % promised
+    # 76.9 % of 1,261 held (66.9 % of 786 before the ranges reached as far as jobs still
+    # waiting had waited: the rest had none)
+    assert result["range"]["with_range"] > 1200
+    assert 0.72 <= result["range"]["coverage"] <= 0.88

@@ -153,6 +153,25 @@ def km_sorted(observed: Sequence[float], censored: Sequence[float], levels: list
     return result
 
 
+def beyond_censored(q: list[float], top: float) -> tuple[list[float], int]:
+    """Quantiles ``q`` with the levels the censored ratios hide (inf: more jobs still wait
+    than the level leaves) read as ``top``, the largest ratio seen, started or still waiting,
+    and how many levels that filled. Each such quantile is at least ``top``: a range that
+    reaches it says the start is at least as late as the longest wait seen so far, where a
+    band that stopped below the hidden levels gave many forecasts no range at all (the Slurm
+    lab with fair share as Slurm's default decays it, ``lab-fairshare3``: 1,156 of 3,864
+    forecasts; their ranges, so made, held 92.7 %).  O(levels).
+
+    >>> beyond_censored([1.0, 2.0, math.inf, math.inf], 5.0), beyond_censored([1.0, 2.0], 5.0)
+    (([1.0, 2.0, 5.0, 5.0], 2), ([1.0, 2.0], 0))
+    """
+    hidden = sum(1 for v in q if math.isinf(v))
+    if not hidden:
+        return q, 0
+    fill = max([top] + [v for v in q if not math.isinf(v)])
+    return [fill if math.isinf(v) else v for v in q], hidden
+
+
 def conformal_level(coverage: float, independent: int) -> float:
     """The share of past errors a range must hold so that a new forecast falls inside with
     probability ``coverage``: split conformal prediction's ⌈(n+1)·coverage⌉ / n. A job's
@@ -358,24 +377,24 @@ class Calibration:
         pooled = self._pool(b)
         if pooled is None:
             return None
-        q, scored, resolved, jobs, bias, reach = pooled
+        q, scored, resolved, jobs, bias, reach, top = pooled
+        q, hidden = beyond_censored(q, top)
         span = math.ceil(round(conformal_level(self.coverage, jobs) * _GRID, 6))
         first = min(range(_GRID - span + 1), key=lambda k: (q[k + span] - q[k], k))  # the shortest interval
         # a raised level widens that interval, never moves it: the wider range holds every start
         # the plain one held (the shortest interval at the higher level may lie elsewhere)
-        if math.isinf(q[first + span]):
-            return None
-        # as far as the data can say: not past the last level the (censored) ratios reach
-        last = max(i for i in range(_GRID + 1) if not math.isinf(q[i]))
-        wide = min(math.ceil(round(conformal_level(self.level, jobs) * _GRID, 6)), max(span, last))
-        k = min(range(max(0, first + span - wide), min(first, last - wide) + 1), key=lambda k: (q[k + wide] - q[k], k))
+        wide = math.ceil(round(conformal_level(self.level, jobs) * _GRID, 6))
+        k = min(range(max(0, first + span - wide), min(first, _GRID - wide) + 1), key=lambda k: (q[k + wide] - q[k], k))
         label = bucket_label(b) if reach == 0 else f"{bucket_label(b)} (with neighbouring horizons)"
+        if k + wide > _GRID - hidden:
+            label = f"{label}, reaching the longest wait seen so far"
         return Band(q[k], q[k + wide], q[_GRID // 2], scored, resolved, label, bias)
 
-    def _pool(self, b: int) -> tuple[list[float], int, int, int, float, int] | None:
+    def _pool(self, b: int) -> tuple[list[float], int, int, int, float, int, float] | None:
         """What bucket ``b``'s band is cut from: the ratio's smallest value and Kaplan–Meier
-        quantiles at levels k / 100, the forecasts, how many started, the jobs, the lasting
-        bias and how far it borrowed from neighbouring buckets (None: too few forecasts)."""
+        quantiles at levels k / 100 (inf where the censored ratios hide them), the forecasts,
+        how many started, the jobs, the lasting bias, how far it borrowed from neighbouring
+        buckets and the largest ratio seen (None: too few forecasts)."""
         samples = self._samples(b)
         jobs = self._jobs_of(b)
         reach = 0
@@ -389,7 +408,7 @@ class Calibration:
         q = km_quantiles(samples, _LEVELS)
         q.insert(0, min(v for v, _ in samples))
         return (q, len(samples), sum(1 for _, seen in samples if seen), len(jobs),
-                lasting_bias(samples) if reach == 0 else 1.0, reach)
+                lasting_bias(samples) if reach == 0 else 1.0, reach, max(v for v, _ in samples))
 
     def _samples(self, b: int) -> list[tuple[float, bool]]:
         """Bucket ``b``'s ``(ratio, observed)``, newest first (a new list)."""
@@ -611,7 +630,7 @@ class _WindowCalibration(Calibration):
         self.groups, self.jobs = {}, {}  # not kept: read from the window bucket by bucket
         self._promise(coverage, outcomes, len(window))
 
-    def _pool(self, b: int) -> tuple[list[float], int, int, int, float, int] | None:
+    def _pool(self, b: int) -> tuple[list[float], int, int, int, float, int, float] | None:
         found = self.window.buckets.get(b)
         if found is None or len(found) < MIN_SCORED:
             return super()._pool(b)  # a thin bucket borrows from its neighbours: read as lists
@@ -620,7 +639,8 @@ class _WindowCalibration(Calibration):
         q = km_sorted(found.observed, censored, _LEVELS, found.observed.bisect_right)
         q.insert(0, min(found.observed[0] if found.observed else math.inf, censored[0] if censored else math.inf))
         bias = agreed_bias(found.newer.median(newer), found.older.median(older))
-        return q, len(found), len(found.observed), len(found.jobs), bias, 0
+        top = max(found.observed[-1] if found.observed else 0.0, censored[-1] if censored else 0.0)
+        return q, len(found), len(found.observed), len(found.jobs), bias, 0, top
 
     def _samples(self, b: int) -> list[tuple[float, bool]]:
         found = self.window.buckets.get(b)
