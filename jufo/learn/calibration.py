@@ -155,12 +155,13 @@ def km_sorted(observed: Sequence[float], censored: Sequence[float], levels: list
 
 def beyond_censored(q: list[float], top: float) -> tuple[list[float], int]:
     """Quantiles ``q`` with the levels the censored ratios hide (inf: more jobs still wait
-    than the level leaves) read as ``top``, the largest ratio seen, started or still waiting,
-    and how many levels that filled. Each such quantile is at least ``top``: a range that
-    reaches it says the start is at least as late as the longest wait seen so far, where a
-    band that stopped below the hidden levels gave many forecasts no range at all (the Slurm
-    lab with fair share as Slurm's default decays it, ``lab-fairshare3``: 1,156 of 3,864
-    forecasts; their ranges, so made, held 92.7 %).  O(levels).
+    than the level leaves) read as ``top``, the largest ratio seen, started or still waiting
+    (so no smaller than any quantile the data give), and how many levels that filled. Each
+    such quantile is at least ``top``: a range that reaches it says the start is at least as
+    late as the longest wait seen so far, where a band that stopped below the hidden levels
+    gave many forecasts no range at all (the Slurm lab with fair share as Slurm's default
+    decays it, ``lab-fairshare3``: 1,156 of 3,864 forecasts; their ranges, so made, held
+    92.7 %).  O(levels).
 
     >>> beyond_censored([1.0, 2.0, math.inf, math.inf], 5.0), beyond_censored([1.0, 2.0], 5.0)
     (([1.0, 2.0, 5.0, 5.0], 2), ([1.0, 2.0], 0))
@@ -168,8 +169,7 @@ def beyond_censored(q: list[float], top: float) -> tuple[list[float], int]:
     hidden = sum(1 for v in q if math.isinf(v))
     if not hidden:
         return q, 0
-    fill = max([top] + [v for v in q if not math.isinf(v)])
-    return [fill if math.isinf(v) else v for v in q], hidden
+    return [top if math.isinf(v) else v for v in q], hidden
 
 
 def conformal_level(coverage: float, independent: int) -> float:
