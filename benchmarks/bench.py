@@ -235,11 +235,11 @@ def synthetic_history(path: str, shape: Shape, days: int = 90, per_day: int = 60
                                  nodes, nodes * shape.cores, wall, submit, start,
                                  start + max(60, int(wall * rng.random()))))
         predicted = submit + int(wait * rng.uniform(0.3, 1.5))
-        forecasts.append((submit, (f"h{k:07d}", predicted, predicted, predicted, None, None, None, None, "wall")))
+        forecasts.append((submit, (f"h{k:07d}", predicted, predicted, predicted, None, None, None, None, "wall", None)))
     with History.open(path) as store:
         store.import_records(records, "sacct")
         with store.transaction() as db:
-            db.executemany("INSERT INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?)",
+            db.executemany("INSERT INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                            [(row[0], made, *row[1:]) for made, row in forecasts])
         store.set_meta("capacity", str(shape.nodes * shape.cores))
 

@@ -956,7 +956,8 @@ def _retro(source: str, kind: str, records: list, limit: int | None, days: int, 
 @_needs_stdout
 def history_show(history_path: str, coverage: float, as_json: bool) -> None:
     """What the history has learned: run-time accuracy and bias per user/queue, start windows,
-    user caps, how late real starts come against the simulation, and range coverage so far."""
+    user caps, how late real starts come against the simulation, range coverage so far, and
+    how the forecasts fared against the real starts, next to the batch system's own estimate."""
     from .learn import outlook
     from .learn.history import History
 

@@ -511,7 +511,7 @@ def scored_history(path, n: int = 200) -> None:
             wait = rng.randint(600, 7200)
             start = made + int(wait * rng.uniform(1, 3))
             records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60, start=start, end=start + 60))
-            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, None, None, None, None, "wall")))
+            rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, None, None, None, None, "wall", None)))
         h.import_records(records, "sacct")
         for made, row in rows:
             h.record_forecasts(made, [row])
@@ -707,6 +707,67 @@ def test_history_show_on_a_missing_file_is_exit_2(tmp_path):
     result = cli("history", "show", "--history", str(tmp_path / "none.db"))
     assert result.exit_code == 2 and "no such history file" in result.stderr
     assert not (tmp_path / "none.db").exists()
+
+
+def test_history_show_scores_the_forecasts_so_far_next_to_the_batch_systems_estimate(tmp_path):
+    """A waiting job's own batch-system estimate (its starttime) is kept with its forecast,
+    read by nothing that forecasts; once the job starts, history show scores every
+    forecaster against the real start, by real wait."""
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    at = lambda s: format_date(EPOCH + s, "%m/%d/%y-%H:%M:%S")  # noqa: E731
+    src.write_bytes(snapshot({"r": running(4, 600, wall=1200, owner="v"),
+                              "a": waiting(4, 3600, starttime=at(1200))}))
+    assert cli("predict", str(src), "-o", str(tmp_path / "o1.xml"), "--history", str(path)).exit_code == 0
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT made, best, wall, system FROM forecasts WHERE job = 'a'").fetchall() == \
+            [(EPOCH, EPOCH + 600, EPOCH + 600, EPOCH + 1200)]
+    src.write_bytes(snapshot({"a": running(4, 650 + 3600, wall=3600, owner="u")}, system_time=at(700)))
+    assert cli("predict", str(src), "-o", str(tmp_path / "o2.xml"), "--history", str(path)).exit_code == 0
+    shown = json.loads(cli("history", "show", "--history", str(path), "--json").stdout)["forecasts_so_far"]
+    assert shown["forecasts"] == 1
+    errors = {name: f["median_error"] for name, f in shown["by_wait"]["under 15 min"].items() if f["count"]}
+    assert errors == {"history": 50, "walltime": 50, "starts now": 650, "batch system": -550,
+                      "history, same forecasts": 50}
+    assert shown["overall"]["history"]["with_range"] == 0.0  # a first forecast: nothing to calibrate a range from
+    assert all(not f["count"] for label, group in shown["by_wait"].items() if label != "under 15 min"
+               for f in group.values())
+    text = cli("history", "show", "--history", str(path)).stdout
+    assert "Forecasts so far" in text and "batch system" in text and "history, same forecasts" in text
+
+
+def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing_run(tmp_path):
+    """Schema 2 keeps the batch system's estimate with each forecast. A history of schema 1
+    is read by history show without a change (no estimates to score), and the next writing
+    run adds the column, keeping every row."""
+    from jufo.learn.history import _v1
+
+    path = tmp_path / "h.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    _v1(db)
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO meta VALUES ('created_by', 'jufo')")
+    db.execute("INSERT INTO jobs (id, user, queue, cores, wall, submit, start, end, state, seen, source) "
+               "VALUES ('old', 'u', 'batch', 4, 3600, ?, ?, ?, 'ended', ?, 'snapshot')",
+               (EPOCH - 7200, EPOCH - 3000, EPOCH - 2000, EPOCH - 2000))
+    db.execute("INSERT INTO forecasts VALUES ('old', ?, ?, ?, ?, NULL, NULL, NULL, NULL, 'wall')",
+               (EPOCH - 7200, EPOCH - 4000, EPOCH - 5000, EPOCH - 4000))
+    db.close()
+    before = path.read_bytes()
+    result = cli("history", "show", "--history", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    shown = json.loads(result.stdout)["forecasts_so_far"]["overall"]
+    assert shown["history"]["median_error"] == 1000 and shown["batch system"] == {"count": 0}
+    assert "no batch-system estimate kept" in cli("history", "show", "--history", str(path)).stdout
+    assert path.read_bytes() == before
+    src = tmp_path / "in.xml"
+    src.write_bytes(snapshot({"a": waiting(4, 600, starttime=T0)}))
+    result = cli("predict", str(src), "-o", str(tmp_path / "out.xml"), "--history", str(path))
+    assert result.exit_code == 0, result.stderr
+    with sqlite3.connect(path) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert con.execute("SELECT job, made, system FROM forecasts ORDER BY made").fetchall() == \
+            [("old", EPOCH - 7200, None), ("a", EPOCH, EPOCH)]
 
 
 # -- the backtest -------------------------------------------------------------------------------
@@ -974,7 +1035,7 @@ def test_ranges_that_held_less_are_widened_and_the_output_says_so(tmp_path):
         lo, hi = (start - 60, start + 60) if i % 2 else (start + 60, start + 600)
         records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60, start=start,
                                  end=start + 60))
-        rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, lo, hi, 0.8, None, "wall")))
+        rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, lo, hi, 0.8, None, "wall", None)))
     predict_behind_a_running_job(path, records, rows, src, out)
     model = predictions(out.read_bytes())["a"]["jufo_model"]
     assert "cut to hold 99% of them as the latest ranges held 50%" in model
@@ -995,7 +1056,7 @@ def test_a_range_reaches_toward_the_walltime_forecast_as_far_as_recent_jobs_over
         made, wait = EPOCH - 20 * DAY + i * 3600, 600 + 30 * i
         records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60,
                                  start=made + wait, end=made + wait + 60))
-        rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, made, made + 2 * wait, 0.8, None, "wall")))
+        rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, made, made + 2 * wait, 0.8, None, "wall", None)))
     for i in range(120):  # the user's latest jobs, ended after those
         end = EPOCH - 5 * DAY + i * 3600
         run = 3000 if i % 2 else 5000
@@ -1025,7 +1086,7 @@ def test_a_range_spans_at_least_the_planning_grid(tmp_path):
         records.append(JobRecord(f"old{i}", "x", "g", queue="other", wall=3600, submit=made - 60,
                                  start=made + wait, end=made + wait + 60))
         rows.append((made, (f"old{i}", made + wait, made + wait, made + wait, made + wait, made + wait, 0.8, None,
-                            "wall")))
+                            "wall", None)))
     found = {}
     for step in (None, "60"):
         path, src, out = tmp_path / f"h{step}.db", tmp_path / "in.xml", tmp_path / f"out{step}.xml"

@@ -24,7 +24,7 @@ import hashlib
 import signal
 import statistics
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -38,10 +38,10 @@ from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
 from .knowledge import TraceKnowledge
+from . import accuracy
+from .accuracy import WAIT_CLASSES, error_stats
 from .outlook import DEFAULT_COVERAGE, behaviour_for, wall_starts
 
-WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 3600, "1-6 h"),
-                (6 * 3600, None, "over 6 h"))
 FORECASTERS = ("walltime", "starts now", "history")
 
 
@@ -424,39 +424,10 @@ def _settled(done: list[Forecast], now: int, since: int) -> Iterator[tuple[str, 
             yield f.raw.job or str(f.raw.made), found
 
 
-def error_stats(rows: list[tuple[int, int, int]]) -> dict[str, float]:
-    """Errors of ``(made, predicted, actual)`` rows (actual − predicted: positive means too
-    early): count, median error, median absolute error, within 15 min, 1 h and 20 % of the
-    real wait.
-
-    >>> s = error_stats([(0, 100, 100), (0, 0, 3000), (0, 10_000, 5_000)])
-    >>> s["count"], s["median_error"], s["median_abs_error"], s["within_1h"], s["within_20pct"]
-    (3, 0, 3000, 0.6666666666666666, 0.3333333333333333)
-    """
-    if not rows:
-        return {"count": 0}
-    errors = [actual - predicted for _, predicted, actual in rows]
-    absolute = [abs(e) for e in errors]
-    return {
-        "count": len(rows),
-        "median_error": statistics.median(errors),
-        "median_abs_error": statistics.median(absolute),
-        "within_15min": sum(e <= 900 for e in absolute) / len(rows),
-        "within_1h": sum(e <= 3600 for e in absolute) / len(rows),
-        "within_20pct": sum(abs(actual - predicted) <= 0.2 * max(actual - made, 0)
-                            for made, predicted, actual in rows) / len(rows),
-    }
-
-
 def range_stats(forecasts: list[Forecast]) -> dict[str, float]:
     """Share of real starts inside the range and the range's median width, over forecasts
     that have one; and the share that have one."""
-    ranged = [f for f in forecasts if f.lo is not None]
-    if not ranged:
-        return {"with_range": 0.0}
-    return {"with_range": len(ranged) / len(forecasts),
-            "coverage": sum(f.lo <= f.raw.actual <= f.hi for f in ranged) / len(ranged),
-            "median_width": statistics.median(f.hi - f.lo for f in ranged)}
+    return accuracy.range_stats([(f.lo, f.hi, f.raw.actual) for f in forecasts])
 
 
 @dataclass
@@ -536,7 +507,7 @@ def retro_forecasts(settings: Settings, start: int | None, stop: int | None, wor
     out = []
     for raws in run_phase1(settings, ats, workers, None, progress):
         rows = [(ids.get(int(r.job), r.job) if r.job.isdigit() else r.job, r.learned, r.wall, r.learned,
-                 None, None, None, None, "retro") for r in raws if r.learned is not None]
+                 None, None, None, None, "retro", None) for r in raws if r.learned is not None]
         if rows:
             out.append((raws[0].made, rows))
     return out
@@ -551,19 +522,5 @@ def table(summary: Summary, title: str) -> str:
     if summary.cancelled:
         lines.append(f"  {summary.cancelled:,} jobs cancelled before they started: queued until they left, "
                      "none of their forecasts scored")
-    blocks: Iterable[tuple[str, dict]] = [("all forecasts", summary.overall), *summary.by_wait.items()]
-    for label, figures in blocks:
-        count = figures["history"].get("count", 0)
-        lines.append(f"  {label} ({count:,})")
-        if not count:
-            continue
-        lines.append(f"    {'':12} {'median err':>11} {'median |err|':>13} {'≤15 min':>8} {'≤1 h':>7} "
-                     f"{'≤20% wait':>10} {'in range':>9} {'range width':>12}")
-        for name in FORECASTERS:
-            f = figures[name]
-            cov = f"{f['coverage']:.1%}" if "coverage" in f else ""
-            width = f"{f['median_width']:,.0f} s" if "median_width" in f else ""
-            lines.append(f"    {name:12} {f['median_error']:>11,.0f} {f['median_abs_error']:>13,.0f} "
-                         f"{f['within_15min']:>8.1%} {f['within_1h']:>7.1%} {f['within_20pct']:>10.1%} "
-                         f"{cov:>9} {width:>12}")
+    lines += accuracy.blocks_text([("all forecasts", summary.overall), *summary.by_wait.items()], FORECASTERS)
     return "\n".join(lines)

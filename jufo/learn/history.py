@@ -36,7 +36,7 @@ from ..io.errors import InputError
 from ..io.values import LATEST_EPOCH, MAX_COUNT
 
 APPLICATION_ID = 0x6A75666F  # "jufo"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KEEP_DAYS = 90
 START_GAP = 3600  # a job that left the queue unseen within this long started halfway (estimate)
 NEVER_RAN = "(start IS NULL AND end IS NOT NULL)"  # a row's JobRecord.never_ran: cancelled while pending
@@ -80,13 +80,19 @@ def _v1(db: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS = {1: _v1}  # version → the step from the version before
+def _v2(db: sqlite3.Connection) -> None:
+    """The batch system's own estimate of each forecast's job when it was made (a pending
+    job's ``starttime``): kept only to compare with, never read by a forecast."""
+    db.execute("ALTER TABLE forecasts ADD COLUMN system INTEGER")
+
+
+MIGRATIONS = {1: _v1, 2: _v2}  # version → the step from the version before
 COLUMNS = {  # each table's columns at SCHEMA_VERSION, in order
     "meta": ("key", "value"),
     "jobs": ("id", "user", "grp", "account", "queue", "qos", "nodes", "cores", "wall", "submit", "start", "end",
              "state", "seen", "source"),
     "snapshots": ("time", "jobs"),
-    "forecasts": ("job", "made", "predicted", "wall", "best", "lo", "hi", "coverage", "runtime", "model"),
+    "forecasts": ("job", "made", "predicted", "wall", "best", "lo", "hi", "coverage", "runtime", "model", "system"),
 }
 
 
@@ -105,13 +111,15 @@ class History:
         self.db = db
         self.path = path
         self._depth = 0  # open transactions: inner ones are savepoints of the outermost
+        self.version = SCHEMA_VERSION  # a reading command leaves an older schema as it is (``read_only``)
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
     def read_only(cls, path: str) -> History:
         """Open an existing history only to read it (``history show``, ``whatif``): no write
         lock, no migration, so a read-only file or folder serves and nothing is changed. A
-        history of an older schema is migrated by the next writing run; it is opened as usual."""
+        history of an older schema is read as it is (what it lacks reads as unknown) and
+        migrated by the next writing run; an empty file is made a history, as a writing run would."""
         p = Path(path)
         if not p.exists():
             raise InputError(path, "--history", path, "no such history file")
@@ -124,10 +132,12 @@ class History:
                 version = db.execute("PRAGMA user_version").fetchone()[0]
             except sqlite3.OperationalError:
                 continue
-            if version < SCHEMA_VERSION:
+            if version == 0:  # no schema yet (an empty file): made a history as by a writing run
                 db.close()
                 return cls.open(path, create=False)
-            return cls(db, path)
+            history = cls(db, path)
+            history.version = version  # an older schema is read as it is; the next writing run migrates it
+            return history
         raise InputError(path, "--history", path, "cannot open it for reading")
 
     @classmethod
@@ -299,7 +309,7 @@ class History:
 
     def record_forecasts(self, made: int, rows: list[tuple], every: int | None = None) -> int:
         """Keep forecasts made at ``made``: ``(job, predicted, wall, best, lo, hi, coverage,
-        runtime, model)``. A job's forecast is kept when its last one is at least ``every``
+        runtime, model, system)`` (``system``: the batch system's own estimate then, or None). A job's forecast is kept when its last one is at least ``every``
         seconds older, by default ``calibration.keep_every`` of how long the job has waited
         (forecasts made at ``made`` itself are replaced: the same snapshot again)."""
         kept = 0
@@ -311,7 +321,7 @@ class History:
                 gap = every if every is not None else keep_every(None if submit is None else made - submit)
                 if last is not None and made - last < gap:
                     continue
-                db.execute("INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?)",
+                db.execute("INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                            (row[0], made, *row[1:]))
                 kept += 1
         return kept
@@ -374,6 +384,17 @@ class History:
         return self.db.execute(
             "SELECT j.user, j.queue, f.made, f.predicted, f.lo, f.hi, j.start FROM forecasts f "
             "JOIN jobs j ON j.id = f.job WHERE f.lo IS NOT NULL AND j.start IS NOT NULL AND j.start >= f.made "
+            "ORDER BY f.made, f.job").fetchall()
+
+    def outcomes(self) -> list[tuple[int, int | None, int | None, int | None, int | None, int | None, int]]:
+        """``(made, best, wall, system, lo, hi, start)`` of every kept forecast whose job has
+        started since it was made, in the order they were made: how the forecasts fared
+        (``system``, the batch system's own estimate then, is None where a history of schema 1
+        kept none)."""
+        system = "f.system" if self.version >= 2 else "NULL"
+        return self.db.execute(
+            f"SELECT f.made, f.best, f.wall, {system}, f.lo, f.hi, j.start FROM forecasts f "  # noqa: S608 - constants
+            "JOIN jobs j ON j.id = f.job WHERE j.start IS NOT NULL AND j.start >= f.made "
             "ORDER BY f.made, f.job").fetchall()
 
     def stats(self) -> dict[str, int]:
@@ -454,10 +475,16 @@ _INSANE = {
                          *map(_int, ("wall", "submit", "start", "end", "seen"))]),
     "snapshots": " OR ".join([_int("time", False), _int("jobs", False, 0, MAX_COUNT)]),
     "forecasts": " OR ".join([_text("job"), _int("made", False), _int("predicted", False),
-                              *map(_int, ("wall", "best", "lo", "hi", "runtime")), _text("model"),
+                              *map(_int, ("wall", "best", "lo", "hi", "runtime", "system")), _text("model"),
                               "(coverage IS NOT NULL AND (typeof(coverage) NOT IN ('real', 'integer') "
                               "OR NOT coverage BETWEEN 0 AND 1))"]),
 }
+_INSANE_V1 = {**_INSANE, "forecasts": _INSANE["forecasts"].replace(f" OR {_int('system')}", "")}  # no system yet
+
+
+def columns_at(version: int) -> dict[str, tuple[str, ...]]:
+    """Each table's columns at schema ``version`` (1 or later): schema 1 had no ``system``."""
+    return COLUMNS if version >= 2 else {**COLUMNS, "forecasts": COLUMNS["forecasts"][:-1]}
 
 
 # The indexes' own copies of those values (a query that reads an index reads them there):
@@ -468,10 +495,11 @@ _INSANE_INDEXED = {
 }
 
 
-def _sane(db: sqlite3.Connection, path: str) -> None:
+def _sane(db: sqlite3.Connection, path: str, version: int = SCHEMA_VERSION) -> None:
     """Refuse (exit 2, nothing changed) a history whose rows are not what jufo writes."""
     names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
-    checks = [(table, "", insane) for table, insane in _INSANE.items() if table in names]
+    insane_rows = _INSANE if version >= 2 else _INSANE_V1
+    checks = [(table, "", insane) for table, insane in insane_rows.items() if table in names]
     checks += [(table, f" INDEXED BY {index}", insane) for (table, index), insane in _INSANE_INDEXED.items()
                if index in names]
     for table, indexed, insane in checks:
@@ -509,13 +537,13 @@ def _check(path: Path) -> None:
         if version > SCHEMA_VERSION:
             raise InputError(str(path), "--history", str(path),
                              f"written by a newer jufo (schema {version}, this one reads up to {SCHEMA_VERSION})")
-        if version == SCHEMA_VERSION:  # all read-only, before anything may write (WAL mode, a migration)
-            for table, columns in COLUMNS.items():
+        if version >= 1:  # all read-only, before anything may write (WAL mode, a migration)
+            for table, columns in columns_at(version).items():
                 found = tuple(r[1] for r in db.execute(f"PRAGMA table_info({table})"))  # noqa: S608 - constants
                 if found != columns:
                     raise InputError(str(path), "--history", str(path), f"damaged: table {table} has columns "
                                      f"{', '.join(found) or 'none'}, not jufo's; it was not changed")
-            _sane(db, str(path))
+            _sane(db, str(path), version)
     except sqlite3.DatabaseError as err:
         raise InputError(str(path), "--history", str(path), f"damaged or not jufo's history ({err}); it was not "
                          "changed. Check it with: sqlite3 FILE 'PRAGMA integrity_check'") from None

@@ -22,6 +22,7 @@ from typing import Protocol
 from ..engine import jobsets
 from ..io.accounting import JobRecord
 from ..engine.prediction import Behaviour
+from . import accuracy
 from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
 from .cancellation import CANCEL_DAYS, CancelOdds
 from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward
@@ -434,14 +435,32 @@ def forecast_rows(look: Outlook) -> list[tuple]:
         rows.append((job.key, epoch + job.start, None if plain is None else epoch + plain,
                      found[0] if found else epoch + job.start, found[1] if found else None,
                      found[2] if found else None, look.coverage if found else None,
-                     runtime[0] if runtime else None, runtime[1] if runtime else "wall"))
+                     runtime[0] if runtime else None, runtime[1] if runtime else "wall", system_estimate(job)))
     return rows
+
+
+def system_estimate(job: Job) -> int | None:
+    """The batch system's own estimate of a waiting job's start (its ``starttime``: Slurm's
+    ``StartTime``), epoch seconds; None where the snapshot gives none. Kept by the history
+    to compare with (``history show``), never read by a forecast.
+
+    >>> from jufo.engine.job import Job
+    >>> system_estimate(Job("1", 0, {"starttime": "01/02/12-15:00:00"}, "Pending"))
+    1325516400
+    >>> system_estimate(Job("2", 1, {"starttime": "Unknown"}, "Pending")), system_estimate(Job("3", 2, {}, "Pending"))
+    (None, None)
+    """
+    try:
+        return parse_date(job.data.get("starttime") or "")[0]
+    except ValueError:
+        return None
 
 
 def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) -> dict:
     """What the history has taught, as of the newest time it knows (``jufo history show``):
     run-time accuracy per user/queue and queue, start windows, user caps, how late real
-    starts came against the simulation by horizon, and how the ranges fared so far."""
+    starts came against the simulation by horizon, how the ranges fared so far, and how the
+    forecasts fared against the real starts, next to the batch system's own estimate."""
     now = history.latest()
     out: dict = {"history": history.path, "counts": history.stats(),
                  "as_of": None if now is None else format_date(now, "%Y-%m-%dT%H:%M:%S")}
@@ -487,6 +506,7 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
         part: {k: {"forecasts": len(v), "in_range": sum(v) / len(v)}
                for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]}
         for part, groups in fared.items()}
+    out["forecasts_so_far"] = accuracy.so_far(history.outcomes())
     return out
 
 
@@ -576,4 +596,17 @@ def taught_text(info: dict) -> str:
             lines.append(f"  {title}")
         for key, v in so_far[part].items():
             lines.append(f"  {'  ' if title else ''}{key:28} {v['forecasts']:>9,} {v['in_range']:>8.0%}")
+    scored = info.get("forecasts_so_far")
+    if scored is not None:
+        lines.append("\nForecasts so far: each kept forecast whose job has started, against its real start "
+                     "(error = real - forecast, s), by real wait; the batch system's own estimate where the "
+                     "snapshot had one, and the history forecast on those same forecasts")
+        if not scored["forecasts"]:
+            lines.append("  none yet: no kept forecast has seen its job start")
+        else:
+            estimated = scored["overall"]["batch system"]["count"]
+            if not estimated:
+                lines.append("  (no batch-system estimate kept: the snapshots gave none, or the history is older)")
+            lines += accuracy.blocks_text([("all forecasts", scored["overall"]), *scored["by_wait"].items()],
+                                          accuracy.SO_FAR if estimated else accuracy.SO_FAR[:3], counts=True)
     return "\n".join(lines)
