@@ -178,6 +178,31 @@ def test_snapshots_and_sacct_imports_take_turns_without_rewriting_accounting(tmp
         assert clock.strftime("%Y-%m-%dT%H:%M:%S", clock.gmtime(submit)) == line[7], job_id
 
 
+def test_history_show_scores_slurms_own_estimate_beside_jufos_forecast(lab, tmp_path):
+    """Every capture read as a cron run would (slurm snapshot, predict --history): the history
+    keeps Slurm's estimate with each forecast, and history show scores both against the real
+    starts on the same forecasts. Measured on this record (105 captures): 776 kept forecasts,
+    Slurm estimated 738; on those the history forecast 39 s median absolute error, Slurm's
+    estimate 150 s; the walltime-only forecast (Slurm's plan) 142 s on all 776; the ranges held
+    77.5 %."""
+    runner, db, site = CliRunner(), tmp_path / "h.db", tmp_path / "site.xml"
+    assert runner.invoke(main, ["slurm", "config", "--from", str(lab / "capture" / "0000"), "-o", str(site),
+                                "-q"]).exit_code == 0
+    for cap in sorted((lab / "capture").iterdir()):
+        assert runner.invoke(main, ["slurm", "snapshot", "--from", str(cap), "-o", str(tmp_path / "raw.xml")]).exit_code == 0
+        done = runner.invoke(main, ["predict", str(tmp_path / "raw.xml"), "--config", str(site), "--history", str(db),
+                                    "-o", str(tmp_path / "out.xml"), "-q"])
+        assert done.exit_code == 0, done.output
+    shown = json.loads(runner.invoke(main, ["history", "show", "--history", str(db), "--json"]).stdout)
+    fared = shown["forecasts_so_far"]["overall"]
+    slurm, same = fared["batch system"], fared["history, same forecasts"]
+    assert slurm["count"] == same["count"] > 700
+    assert same["median_abs_error"] <= 0.3 * slurm["median_abs_error"]
+    assert abs(fared["walltime"]["median_abs_error"] - slurm["median_abs_error"]) <= 15  # Slurm's own plan
+    assert fared["history"]["median_abs_error"] < fared["starts now"]["median_abs_error"] / 3
+    assert 0.72 <= fared["history"]["coverage"] <= 0.85 and fared["history"]["with_range"] > 0.9
+
+
 def test_replay_of_the_labs_stream_with_its_own_settings_simulates(lab):
     """``jufo replay`` of the stream the lab submitted, with the settings ``jufo slurm config``
     reads (``plan=slurm``), against Slurm's own residence times (Baranov's P, lab/adequacy.py).
