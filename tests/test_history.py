@@ -735,6 +735,18 @@ def test_history_show_scores_the_forecasts_so_far_next_to_the_batch_systems_esti
     assert "Forecasts so far" in text and "batch system" in text and "history, same forecasts" in text
 
 
+def test_a_batch_system_estimate_beyond_any_kept_date_is_not_kept(tmp_path):
+    """A pending job's starttime of the year 9999 parses, but the history's own check refuses
+    dates past 9000 as damage: keeping it would lock the site out of its history."""
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    src.write_bytes(snapshot({"a": waiting(4, 600, starttime="9999-12-31T23:59:59"), "b": waiting(4, 600)}))
+    for out in ("o1.xml", "o2.xml"):
+        done = cli("predict", str(src), "-o", str(tmp_path / out), "--history", str(path))
+        assert done.exit_code == 0, done.stderr
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT job, system FROM forecasts ORDER BY job").fetchall() == [("a", None), ("b", None)]
+
+
 def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing_run(tmp_path):
     """Schema 2 keeps the batch system's estimate with each forecast. A history of schema 1
     is read by history show without a change (no estimates to score), and the next writing

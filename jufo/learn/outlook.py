@@ -30,7 +30,7 @@ from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
 from ..io.slurm import never_ran, parse_tasks
-from ..io.values import MAX_COUNT, MAX_NODES, MAX_SECONDS, whole
+from ..io.values import LATEST_EPOCH, MAX_COUNT, MAX_NODES, MAX_SECONDS, whole
 from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
@@ -449,11 +449,13 @@ def system_estimate(job: Job) -> int | None:
     1325516400
     >>> system_estimate(Job("2", 1, {"starttime": "Unknown"}, "Pending")), system_estimate(Job("3", 2, {}, "Pending"))
     (None, None)
+    >>> system_estimate(Job("4", 3, {"starttime": "9999-12-31T23:59:59"}, "Pending"))  # beyond any date jufo keeps
     """
     try:
-        return parse_date(job.data.get("starttime") or "")[0]
+        estimate = parse_date(job.data.get("starttime") or "")[0]
     except ValueError:
         return None
+    return estimate if abs(estimate) <= LATEST_EPOCH else None
 
 
 def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) -> dict:
