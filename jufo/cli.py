@@ -908,6 +908,7 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
                 raise InputError(source, "--until", until, str(err)) from None
     if limit is not None:
         records = list(accounting.until(records, limit))
+    _refuse_future(records, source, time.time())
     layout = _layout(machine_path)
     retro = _retro(source, kind, records, limit, retro_days, nodes, cores, layout, preset, workers) if retro_days else []
     with History.open(history_path) as store, store.transaction():  # the jobs and their forecasts, or nothing
@@ -924,6 +925,30 @@ def history_import(source: str, history_path: str, until: str | None, kind: str,
     if retro_days:
         click.echo(f"jufo: kept {kept:,} retro-forecasts of {len(retro):,} hourly snapshots (the last "
                    f"{retro_days} days)", err=True)
+
+
+FUTURE_GRACE = 86400  # seconds a record may lie after the present: clocks that disagree
+
+
+def _refuse_future(records: list, source: str, now: float) -> None:
+    """InputError (exit 2, nothing imported) for a record dated after the present: accounting
+    cannot know it, and the history would take it for its newest time, refusing every later
+    snapshot as too early (a clock set wrong, or a damaged export).
+
+    >>> from jufo.io.accounting import JobRecord
+    >>> _refuse_future([JobRecord("7", submit=0, start=10, end=4_102_444_800)], "s.txt", 1.8e9)
+    Traceback (most recent call last):
+    jufo.io.errors.InputError: s.txt, job 7: end='2100-01-01T00:00:00Z': after the present (2027-01-15T08:00:00Z): accounting cannot know it; check the clock of the machine that wrote it
+    """
+    from .io.dates import format_date
+
+    for rec in records:
+        for key in ("submit", "start", "end"):
+            value = getattr(rec, key)
+            if value is not None and value > now + FUTURE_GRACE:
+                raise InputError(f"{source}, job {rec.id}", key, format_date(value, "%Y-%m-%dT%H:%M:%SZ"),
+                                 f"after the present ({format_date(int(now), '%Y-%m-%dT%H:%M:%SZ')}): accounting "
+                                 "cannot know it; check the clock of the machine that wrote it")
 
 
 def _retro(source: str, kind: str, records: list, limit: int | None, days: int, nodes: int | None, cores: int,

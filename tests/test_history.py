@@ -224,6 +224,20 @@ def test_a_malformed_sacct_line_is_exit_2_naming_file_and_line(tmp_path):
     assert f"{tmp_path / 's.txt'} line 2" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_accounting_dated_after_the_present_is_refused_before_the_history_takes_it(tmp_path):
+    """A record that ends in 2099 became the history's newest time, and every later snapshot
+    was refused as decades too early: it is exit 2 naming the job and the date, nothing kept."""
+    (tmp_path / "s.txt").write_text(SACCT.replace("2025-06-02T13:00:00|COMPLETED", "2099-01-01T00:00:00|COMPLETED"))
+    path = tmp_path / "h.db"
+    with History.open(str(path)) as h:
+        h.record_snapshot(EPOCH, [Observation(JobRecord("a", "u", submit=EPOCH - 60), "queued")])
+    before = dump(path)
+    result = cli("history", "import", str(tmp_path / "s.txt"), "--history", str(path))
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "job 101_1: end='2099-01-01T00:00:00Z': after the present" in result.stderr
+    assert dump(path) == before
+
+
 def test_jobidraw_stands_in_for_jobid(tmp_path):
     """A dump with JobIDRaw instead of JobID reads the same jobs (array tasks numbered plainly)."""
     lines = SACCT.splitlines()
@@ -745,6 +759,26 @@ def test_a_batch_system_estimate_beyond_any_kept_date_is_not_kept(tmp_path):
         assert done.exit_code == 0, done.stderr
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT job, system FROM forecasts ORDER BY job").fetchall() == [("a", None), ("b", None)]
+
+
+@pytest.mark.parametrize("job", [
+    running(1, 600, queuedate="9999-12-31 23:59:59"),  # beyond what the history keeps
+    waiting(1, 600, queued="2070-01-01 00:00:00"),  # after the snapshot's own time
+    {**waiting(1, 600, queued="9999-12-31 23:59:59"), "state": "Hold"},  # a held job: read apart
+    {"state": "Completed", "owner": "u", "queue": "batch", "queuedate": "01/10/12-10:00:00",
+     "starttime": "01/10/12-10:30:00", "endtime": "2070-01-01 00:00:00"},  # finished after the snapshot
+], ids=["running, year 9999", "waiting, 2070", "held, year 9999", "ended in 2070"])
+def test_a_date_after_the_snapshot_cannot_lock_the_next_runs_out_of_the_history(tmp_path, job):
+    """Found by fuzzing the samples with a history: a queue date of the year 9999 was kept and
+    the history's own check then refused the file as damaged; one of 2070 became the newest
+    time the history knew, so the same snapshot again was refused as 58 years too early."""
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    src.write_bytes(snapshot({"a": job, "b": waiting(1, 600)}))
+    for out in ("o1.xml", "o2.xml"):
+        done = cli("predict", str(src), "-o", str(tmp_path / out), "--history", str(path))
+        assert done.exit_code == 0, done.stderr
+    with History.read_only(str(path)) as h:
+        assert h.latest() == EPOCH
 
 
 def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing_run(tmp_path):

@@ -27,7 +27,7 @@ from ..io.errors import Report
 from ..io.lml import LmlObject
 from .node import name_pairs, parse_memory, parse_nodelist
 from ..io.slurm import NO_TIME_LIMIT, Meaning, classify, state_of
-from ..io.values import MAX_COUNT, MAX_SECONDS, plain_digits, whole
+from ..io.values import LATEST_EPOCH, MAX_COUNT, MAX_SECONDS, plain_digits, whole
 
 RUNNING, WAITING = "Running", "Idle"
 # What adapters write in ``state`` (LLview, its Slurm adapter, PTP's LML_da), by meaning.
@@ -346,10 +346,14 @@ class JobReader:
             self.report.warn(obj.label, key, None, "missing; assuming system_time")
             return default
         try:
-            return parse_date(raw)[0] - self.epoch
+            epoch = parse_date(raw)[0]
         except ValueError as err:
             self.report.warn(obj.label, key, raw, f"{err}; assuming system_time")
             return default
+        if abs(epoch) > LATEST_EPOCH:  # the history refuses such dates as damage
+            self.report.warn(obj.label, key, raw, "beyond the year 9000; assuming system_time")
+            return default
+        return epoch - self.epoch
 
     def _size(self, job: Job, obj: LmlObject) -> None:
         """Nodes from nummachines or numnodes; cores per node from taskspernode or ppn (or

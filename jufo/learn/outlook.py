@@ -347,24 +347,28 @@ def observations(snap: Snapshot) -> list[Observation]:
     """What the snapshot shows of each job, for the history: queued (held ones and ones with
     bad input included: they are in the queue), running since its dispatch date, ended
     (adapters keep finished jobs for a while, with their start and end), or gone: cancelled
-    while pending, which Slurm lists as starting and ending at once, on no nodes."""
+    while pending, which Slurm lists as starting and ending at once, on no nodes. No date is
+    later than the snapshot's own time: a queue date, start or end after it (a skewed clock, or
+    garbage) is taken as that time, so one bad date cannot move the history's newest time ahead
+    and lock the next runs out of it (``History.check_time``)."""
+    now = snap.epoch
     out = []
     for job in snap.jobs:
         d = job.data
         if job.running or job.state == WAITING:
-            submit = snap.epoch + job.queued if d.get("queuedate") else None
+            submit = min(now, snap.epoch + job.queued) if d.get("queuedate") else None
             wall, nodes, cores = job.wall if job.wall > 0 or job.running else None, job.nodes, job.total_cores
         else:  # held or finished: the reader did not size them (they are not scheduled), so read here
-            submit, wall = _date(d.get("queuedate")), _count(d.get("wall"), MAX_SECONDS)
+            submit, wall = _date(d.get("queuedate"), now), _count(d.get("wall"), MAX_SECONDS)
             nodes, cores = _count(d.get("numnodes"), MAX_NODES) or 1, _count(d.get("totalcores"), MAX_COUNT) or 1
         record = JobRecord(job.key, job.owner, job.group, d.get("account", ""), job.queue, d.get("qos", ""),
                            nodes, cores, wall, submit)
         if job.running:
-            out.append(Observation(replace(record, start=snap.epoch + (job.started or 0)), "running"))
+            out.append(Observation(replace(record, start=min(now, snap.epoch + (job.started or 0))), "running"))
         elif job.state == WAITING or job.state in HELD_STATES:
             out.append(Observation(record, "queued"))
         else:
-            ended = _ended(d)
+            ended = _ended(d, now)
             if ended is not None and never_ran(d.get("detailedstatus") or d.get("state") or "", *ended,
                                                 d.get("nodelist", "")):
                 # cancelled while pending; an array record, with the tasks a snapshot showed waiting
@@ -390,10 +394,15 @@ def _task_keys(data: dict[str, str], key: str) -> list[str]:
         return [key]
 
 
-def _date(text: str | None) -> int | None:
-    """An absolute date of the snapshot's data, or None where missing or unreadable."""
+def _date(text: str | None, now: int) -> int | None:
+    """An absolute date of the snapshot's data, at most ``now`` (the snapshot's time), or None
+    where missing or unreadable.
+
+    >>> _date("01/10/12-11:00:00", 1326196800), _date("9999-12-31 23:59:59", 1326196800), _date("x", 0)
+    (1326193200, 1326196800, None)
+    """
     try:
-        return parse_date(text)[0] if text else None
+        return min(now, parse_date(text)[0]) if text else None
     except ValueError:
         return None
 
@@ -410,15 +419,21 @@ def _count(text: str | None, hi: int) -> int | None:
         return None
 
 
-def _ended(data: dict[str, str]) -> tuple[int, int] | None:
+def _ended(data: dict[str, str], now: int) -> tuple[int, int] | None:
     """Start and end of a finished job a snapshot still lists (``dispatchdate``/``starttime``
-    and ``endtime``), if both are readable."""
+    and ``endtime``), if both are readable and the end is not after ``now``, the snapshot's
+    time (a job cannot have finished later than the snapshot that lists it as finished).
+
+    >>> _ended({"starttime": "01/10/12-11:00:00", "endtime": "01/10/12-11:30:00"}, 1326196800)
+    (1326193200, 1326195000)
+    >>> _ended({"starttime": "01/10/12-11:00:00", "endtime": "9999-12-31 23:59:59"}, 1326196800)
+    """
     try:
         start = parse_date(data.get("dispatchdate") or data.get("starttime") or "")[0]
         end = parse_date(data.get("endtime") or "")[0]
     except ValueError:
         return None
-    return (start, end) if end >= start else None
+    return (start, end) if start <= end <= now else None
 
 
 def forecast_rows(look: Outlook) -> list[tuple]:
