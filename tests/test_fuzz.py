@@ -141,3 +141,7 @@ def test_mutated_scontrol_outputs(tmp_path, case):
         if result.exit_code == 2:
             errors = [line for line in result.stderr.splitlines() if line.startswith("jufo: error: ")]
             assert not made.exists() and len(errors) == 1, result.stderr
+        elif args[0] == "predict" and case % 3 == 0:  # what a run keeps must not make its history unusable
+            for run in range(2):
+                again = CliRunner().invoke(main, [*args, "--history", str(tmp_path / "h.db")])
+                assert again.exit_code == 0, (case, run, again.stderr)

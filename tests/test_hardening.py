@@ -42,6 +42,14 @@ def test_absurd_node_sizes_are_exit_2_naming_the_key(tmp_path, key, value):
     assert f"node n1: {key}=" in result.stderr and not out.exists() and seconds < 5
 
 
+@pytest.mark.parametrize("name", ["(null)", "n[1-2]", "a,b", "n 1"])
+def test_a_node_name_that_no_node_list_can_hold_is_exit_2(tmp_path, name):
+    """A node called "(null)" (scontrol's word for no value, mutated into a NodeName) was read;
+    its history recorded it and the next run, reading the node list back, failed inside."""
+    result, out, seconds = run(tmp_path, snapshot({"a": waiting(1, 60)}, nodes={name: 4, "n2": 4}))
+    assert result.exit_code == 2 and f"name={name!r}: not a node name" in result.stderr and not out.exists()
+
+
 @pytest.mark.parametrize("key", ["nummachines", "taskspernode", "totalcores", "wall", "tpt"])
 @pytest.mark.parametrize("value", ["inf", "nan", "1e30", "9" * 400])
 def test_absurd_job_numbers_never_crash(tmp_path, key, value):

@@ -214,12 +214,19 @@ def _mask_of_indices(indices: list[int]) -> int:
     return int.from_bytes(buf, "little")
 
 
+NODE_NAME = re.compile(r"[^,\[\]()\s]+")  # what a hostlist and jufo_nodelist can name
+
+
 def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
     """Build the machine from ``node`` objects in document order; bad values are fatal."""
     nodes: list[Node] = []
     parsed: dict[str, dict[str, int]] = {}  # classes per text: nodes alike share one (read-only) dict
     seen_features: dict[str, frozenset[str]] = {}
     for obj in objects:
+        if not NODE_NAME.fullmatch(obj.name or obj.id):
+            report.error(obj.label, "name", obj.name or obj.id, "not a node name: node lists are made of , [ ] ( ) "
+                         "and spaces, so no name may hold them")
+            continue
         raw = obj.data.get("ncores")
         try:
             ncores = whole(raw, 1, MAX_CORES_PER_NODE) if raw is not None else None
