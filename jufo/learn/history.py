@@ -309,9 +309,10 @@ class History:
 
     def record_forecasts(self, made: int, rows: list[tuple], every: int | None = None) -> int:
         """Keep forecasts made at ``made``: ``(job, predicted, wall, best, lo, hi, coverage,
-        runtime, model, system)`` (``system``: the batch system's own estimate then, or None). A job's forecast is kept when its last one is at least ``every``
-        seconds older, by default ``calibration.keep_every`` of how long the job has waited
-        (forecasts made at ``made`` itself are replaced: the same snapshot again)."""
+        runtime, model, system)``, ``system`` the batch system's own estimate then (or None).
+        A job's forecast is kept when its last one is at least ``every`` seconds older, by
+        default ``calibration.keep_every`` of how long the job has waited (forecasts made at
+        ``made`` itself are replaced: the same snapshot again)."""
         kept = 0
         with self.transaction() as db:
             for row in rows:
