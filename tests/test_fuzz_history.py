@@ -175,6 +175,23 @@ def run_case(case: int, tmp_path, seeded: bytes) -> None:
     elif imported.exit_code == 0:
         checked(["backtest", str(trace), "--every", "600", "--nodes", "32", "--cores", "4", "--json"],
                 json_out=True)
+        # what the import kept must not lock the next runs out: a snapshot of the same lab, twice
+        # (an end in 2099 once became the history's newest time, refusing every later snapshot)
+        for _ in range(2):
+            done = checked(["predict", str(lab_snapshot(tmp_path)), "-o", str(tmp_path / "out.xml"), "-q",
+                            "--history", str(db)], db)
+            assert done.exit_code == 0, done.stderr
+
+
+def lab_snapshot(where) -> object:
+    """The mixed lab's capture (tests/data/slurm/mixed, of the lab whose sacct is mutated) as a
+    raw LML snapshot in ``where``."""
+    raw = where / "lab.xml"
+    if not raw.exists():
+        made = CliRunner().invoke(main, ["slurm", "snapshot", "--from", str(ROOT / "tests" / "data" / "slurm" / "mixed"),
+                                         "-o", str(raw)])
+        assert made.exit_code == 0, made.stderr
+    return raw
 
 
 if __name__ == "__main__":  # the figures for N cases, whatever fails: python tests/test_fuzz_history.py 5000
