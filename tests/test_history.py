@@ -781,6 +781,25 @@ def test_a_date_after_the_snapshot_cannot_lock_the_next_runs_out_of_the_history(
         assert h.latest() == EPOCH
 
 
+@pytest.mark.parametrize("key", ["owner", "queue", "account", "id"])
+def test_a_name_longer_than_the_history_keeps_is_refused_not_recorded(tmp_path, key):
+    """A user name of 70,000 characters was recorded, and the history's own check then refused
+    the file as damaged at every later run. Now the run that would record it is exit 2 naming
+    it, the history as it was; once that job has left the queue, runs go on."""
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    src.write_bytes(snapshot({"b": waiting(1, 600)}))
+    assert cli("predict", str(src), "-o", str(tmp_path / "o.xml"), "--history", str(path)).exit_code == 0
+    before = dump(path)
+    long = "x" * 70_000
+    jobs = {long: waiting(1, 600)} if key == "id" else {"a": waiting(1, 600, **{key: long})}
+    src.write_bytes(snapshot({**jobs, "b": waiting(1, 600)}, system_time=format_date(EPOCH + 60, "%m/%d/%y-%H:%M:%S")))
+    done = cli("predict", str(src), "-o", str(tmp_path / "o2.xml"), "--history", str(path))
+    assert done.exit_code == 2 and "70,000 characters; the history keeps at most 65,536" in done.stderr
+    assert dump(path) == before and not (tmp_path / "o2.xml").exists()
+    src.write_bytes(snapshot({"b": waiting(1, 600)}, system_time=format_date(EPOCH + 120, "%m/%d/%y-%H:%M:%S")))
+    assert cli("predict", str(src), "-o", str(tmp_path / "o3.xml"), "--history", str(path)).exit_code == 0
+
+
 def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing_run(tmp_path):
     """Schema 2 keeps the batch system's estimate with each forecast. A history of schema 1
     is read by history show without a change (no estimates to score), and the next writing

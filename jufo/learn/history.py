@@ -278,6 +278,8 @@ class History:
                     db.execute("UPDATE jobs SET state = 'gone', start = ? WHERE id = ?", (start, job_id))
 
     def _upsert(self, db: sqlite3.Connection, rec: JobRecord, state: str, seen: int | None, source: str) -> None:
+        _fits(f"job {rec.id}", id=rec.id, user=rec.user, group=rec.group, account=rec.account, queue=rec.queue,
+              qos=rec.qos)
         old = db.execute("SELECT start, end, state, seen, source, submit, user, grp, account, queue, qos, nodes, "
                          "cores, wall FROM jobs WHERE id = ?", (rec.id,)).fetchone()
         if old is None:
@@ -316,6 +318,7 @@ class History:
         kept = 0
         with self.transaction() as db:
             for row in rows:
+                _fits(f"job {row[0]}", model=row[8])
                 last, submit = db.execute(
                     "SELECT (SELECT max(made) FROM forecasts WHERE job = ?1 AND made < ?2), "
                     "(SELECT submit FROM jobs WHERE id = ?1)", (row[0], made)).fetchone()
@@ -462,8 +465,26 @@ def _int(column: str, nullable: bool = True, lo: int = -LATEST_EPOCH, hi: int = 
     return f"({column} IS NOT NULL AND {test})" if nullable else f"({column} IS NULL OR {test})"
 
 
+MAX_TEXT = 65536  # characters of a name the history keeps (longer is damage to its own check)
+
+
 def _text(column: str) -> str:
-    return f"(typeof({column}) != 'text' OR length({column}) > 65536)"
+    return f"(typeof({column}) != 'text' OR length({column}) > {MAX_TEXT})"
+
+
+def _fits(label: str, **texts: str) -> None:
+    """InputError (the run's changes undone) for a name longer than the history keeps: written,
+    its own check would refuse the file as damaged at the next run.
+
+    >>> _fits("job 1", user="u" * MAX_TEXT)
+    >>> _fits("job 2", user="u" * (MAX_TEXT + 1))
+    Traceback (most recent call last):
+    jufo.io.errors.InputError: job 2: user='uuuuuuuuuuuuuuuuuuuuuuuuuuuuuu…': 65,537 characters; the history keeps at most 65,536, and nothing of this run was recorded
+    """
+    for key, value in texts.items():
+        if len(value) > MAX_TEXT:
+            raise InputError(label[:80], key, f"{value[:30]}…", f"{len(value):,} characters; the history keeps at most "
+                             f"{MAX_TEXT:,}, and nothing of this run was recorded")
 
 
 # What each table's rows must be: a flipped byte that leaves SQLite's own structure intact can
