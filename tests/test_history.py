@@ -800,6 +800,21 @@ def test_a_name_longer_than_the_history_keeps_is_refused_not_recorded(tmp_path, 
     assert cli("predict", str(src), "-o", str(tmp_path / "o3.xml"), "--history", str(path)).exit_code == 0
 
 
+def test_a_forecast_past_the_year_9000_is_not_kept(tmp_path):
+    """A snapshot of the year 8999 is read; a job behind a month-long one is forecast past 9000,
+    which the history's own check refuses as damage: such a forecast is not kept."""
+    path, src = tmp_path / "h.db", tmp_path / "in.xml"
+    src.write_bytes(snapshot({"r": {**running(4, 0, wall=30 * DAY), "dispatchdate": "8999-12-31 22:30:00",
+                                    "queuedate": "8999-12-31 22:00:00"},
+                              "a": waiting(4, 30 * DAY, queued="8999-12-31 22:50:00")},
+                             system_time="8999-12-31 23:00:00"))
+    for out in ("o1.xml", "o2.xml"):
+        done = cli("predict", str(src), "-o", str(tmp_path / out), "--history", str(path))
+        assert done.exit_code == 0, done.stderr
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT count(*) FROM forecasts").fetchone()[0] == 0
+
+
 def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing_run(tmp_path):
     """Schema 2 keeps the batch system's estimate with each forecast. A history of schema 1
     is read by history show without a change (no estimates to score), and the next writing

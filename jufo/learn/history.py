@@ -319,6 +319,8 @@ class History:
         with self.transaction() as db:
             for row in rows:
                 _fits(f"job {row[0]}", model=row[8])
+                if any(v is not None and abs(v) > LATEST_EPOCH for v in (made, *row[1:6], row[7], row[9])):
+                    continue  # a start past the year 9000: the history's own check would take it for damage
                 last, submit = db.execute(
                     "SELECT (SELECT max(made) FROM forecasts WHERE job = ?1 AND made < ?2), "
                     "(SELECT submit FROM jobs WHERE id = ?1)", (row[0], made)).fetchone()
