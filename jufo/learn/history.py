@@ -280,6 +280,8 @@ class History:
     def _upsert(self, db: sqlite3.Connection, rec: JobRecord, state: str, seen: int | None, source: str) -> None:
         _fits(f"job {rec.id}", id=rec.id, user=rec.user, group=rec.group, account=rec.account, queue=rec.queue,
               qos=rec.qos)
+        _within(f"job {rec.id}", wall=rec.wall, submit=rec.submit, start=rec.start, end=rec.end, seen=seen)
+        _within(f"job {rec.id}", 0, MAX_COUNT, nodes=rec.nodes, cores=rec.cores)
         old = db.execute("SELECT start, end, state, seen, source, submit, user, grp, account, queue, qos, nodes, "
                          "cores, wall FROM jobs WHERE id = ?", (rec.id,)).fetchone()
         if old is None:
@@ -472,6 +474,21 @@ MAX_TEXT = 65536  # characters of a name the history keeps (longer is damage to 
 
 def _text(column: str) -> str:
     return f"(typeof({column}) != 'text' OR length({column}) > {MAX_TEXT})"
+
+
+def _within(label: str, lo: int = -LATEST_EPOCH, hi: int = LATEST_EPOCH, **numbers: int | None) -> None:
+    """InputError (the run's changes undone) for a number the history's own check would refuse
+    as damage at the next run (``_INSANE``): readers keep them in range, so this only guards.
+
+    >>> _within("job 1", wall=3600, submit=None)
+    >>> _within("job 2", 0, 10, cores=11)
+    Traceback (most recent call last):
+    jufo.io.errors.InputError: job 2: cores='11': beyond what the history keeps (0 to 10), and nothing of this run was recorded
+    """
+    for key, value in numbers.items():
+        if value is not None and not lo <= value <= hi:
+            raise InputError(label[:80], key, str(value), f"beyond what the history keeps ({lo:,} to {hi:,}), and "
+                             "nothing of this run was recorded")
 
 
 def _fits(label: str, **texts: str) -> None:
