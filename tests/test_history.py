@@ -745,8 +745,11 @@ def test_history_show_scores_the_forecasts_so_far_next_to_the_batch_systems_esti
     assert shown["overall"]["history"]["with_range"] == 0.0  # a first forecast: nothing to calibrate a range from
     assert all(not f["count"] for label, group in shown["by_wait"].items() if label != "under 15 min"
                for f in group.values())
+    assert {queue: {name: f.get("median_error") for name, f in group.items()}
+            for queue, group in shown["by_queue"].items()} == {"batch": errors}
     text = cli("history", "show", "--history", str(path)).stdout
     assert "Forecasts so far" in text and "batch system" in text and "history, same forecasts" in text
+    assert "by partition" in text and "50 s (1)" in text and "550 s (1)" in text
 
 
 def test_a_batch_system_estimate_beyond_any_kept_date_is_not_kept(tmp_path):

@@ -94,37 +94,65 @@ def blocks_text(blocks: Iterable[tuple[str, dict[str, dict[str, float]]]], forec
 SO_FAR = ("history", "walltime", "starts now", "batch system", "history, same forecasts")
 
 
-def so_far(rows: Iterable[tuple[int, int | None, int | None, int | None, int | None, int | None, int]]) -> dict:
+def so_far(rows: Iterable[tuple], top: int = 10) -> dict:
     """The figures of forecasts scored on a site's own record: ``(made, best, wall, system, lo,
-    hi, start)`` rows (``History.outcomes``), overall and by real wait, for the history
-    forecast (with its ranges), the walltime-only forecast, "starts now", the batch system's
-    own estimate where it gave one, and the history forecast on those same forecasts (the
-    fair comparison with it).  O(n log n).
+    hi, start, queue)`` rows (``History.outcomes``), overall, by real wait and for the ``top``
+    queues with the most forecasts, for the history forecast (with its ranges), the
+    walltime-only forecast, "starts now", the batch system's own estimate where it gave one,
+    and the history forecast on those same forecasts (the fair comparison with it).
+    O(n log n).
 
-    >>> f = so_far([(0, 100, 0, 50, 0, 200, 130), (0, 5000, 4000, None, None, None, 4100)])
+    >>> f = so_far([(0, 100, 0, 50, 0, 200, 130, "a"), (0, 5000, 4000, None, None, None, 4100, "b")])
     >>> f["forecasts"], f["overall"]["history"]["median_abs_error"], f["overall"]["batch system"]["count"]
     (2, 465.0, 1)
     >>> f["by_wait"]["under 15 min"]["history"]["coverage"], f["by_wait"]["1-6 h"]["walltime"]["median_error"]
     (1.0, 100)
+    >>> sorted(f["by_queue"]), f["by_queue"]["b"]["history"]["median_error"]
+    (['a', 'b'], -900)
     """
     rows = list(rows)
 
     def figures(group: list[tuple]) -> dict[str, dict[str, float]]:
         estimated = [r for r in group if r[3] is not None]
         out = {
-            "history": error_stats([(made, best, start) for made, best, _, _, _, _, start in group if best is not None]),
-            "walltime": error_stats([(made, wall, start) for made, _, wall, _, _, _, start in group if wall is not None]),
-            "starts now": error_stats([(made, made, start) for made, *_, start in group]),
-            "batch system": error_stats([(made, system, start) for made, _, _, system, _, _, start in estimated]),
-            "history, same forecasts": error_stats([(made, best, start) for made, best, _, _, _, _, start in estimated
-                                                    if best is not None]),
+            "history": error_stats([(r[0], r[1], r[6]) for r in group if r[1] is not None]),
+            "walltime": error_stats([(r[0], r[2], r[6]) for r in group if r[2] is not None]),
+            "starts now": error_stats([(r[0], r[0], r[6]) for r in group]),
+            "batch system": error_stats([(r[0], r[3], r[6]) for r in estimated]),
+            "history, same forecasts": error_stats([(r[0], r[1], r[6]) for r in estimated if r[1] is not None]),
         }
         if group:
-            out["history"].update(range_stats([(lo, hi, start) for *_, lo, hi, start in group]))
+            out["history"].update(range_stats([(r[4], r[5], r[6]) for r in group]))
         return out
 
     by_wait: dict[str, list[tuple]] = {label: [] for _, _, label in WAIT_CLASSES}
+    by_queue: dict[str, list[tuple]] = {}
     for row in rows:
         by_wait[wait_class(row[6] - row[0])].append(row)
+        by_queue.setdefault(row[7], []).append(row)
+    busiest = sorted(by_queue.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
     return {"forecasts": len(rows), "overall": figures(rows),
-            "by_wait": {label: figures(group) for label, group in by_wait.items()}}
+            "by_wait": {label: figures(group) for label, group in by_wait.items()},
+            "by_queue": {queue: figures(group) for queue, group in busiest}}
+
+
+def queues_text(by_queue: dict[str, dict[str, dict[str, float]]], forecasters: Sequence[str]) -> list[str]:
+    """Text lines of ``so_far``'s queues: a line per queue, each forecaster's median absolute
+    error and its forecasts, and the history forecast's ranges held.
+
+    >>> print("\\n".join(queues_text(so_far([(0, 100, 0, None, None, None, 130, "batch")])["by_queue"],
+    ...                              ("history", "walltime"))))
+        queue                                 history             walltime  in range
+        batch                                30 s (1)            130 s (1)
+    """
+    width = max(20, *(len(name) for name in forecasters))
+    lines = [f"    {'queue':24} " + " ".join(f"{name:>{width}}" for name in forecasters) + f" {'in range':>9}"]
+    for queue, figures in by_queue.items():
+        cells = []
+        for name in forecasters:
+            f = figures.get(name, {"count": 0})
+            cells.append(f"{f['median_abs_error']:,.0f} s ({f['count']:,})" if f.get("count") else "-")
+        held = figures["history"].get("coverage")
+        lines.append((f"    {(queue or '-')[:24]:24} " + " ".join(f"{c:>{width}}" for c in cells)
+                      + f" {'' if held is None else f'{held:.1%}':>9}").rstrip())
+    return lines

@@ -624,6 +624,9 @@ def taught_text(info: dict) -> str:
             estimated = scored["overall"]["batch system"]["count"]
             if not estimated:
                 lines.append("  (no batch-system estimate kept: the snapshots gave none, or the history is older)")
+            shown = accuracy.SO_FAR if estimated else accuracy.SO_FAR[:3]
             lines += accuracy.blocks_text([("all forecasts", scored["overall"]), *scored["by_wait"].items()],
-                                          accuracy.SO_FAR if estimated else accuracy.SO_FAR[:3], counts=True)
+                                          shown, counts=True)
+            lines.append("  by partition, most forecasts first (ten at most): median |err| (forecasts)")
+            lines += accuracy.queues_text(scored["by_queue"], shown)
     return "\n".join(lines)
