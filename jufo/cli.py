@@ -976,10 +976,13 @@ def _retro(source: str, kind: str, records: list, limit: int | None, days: int, 
 @_history_option
 @click.option("--coverage", type=COVERAGE, default=DEFAULT_COVERAGE,
               show_default=True, help="The range share to show the calibration for.")
+@click.option("--days", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Score only the forecasts made in the last N days the history knows (after a change of "
+                   "configuration, say); default: every kept one.")
 @click.option("--json", "as_json", is_flag=True, help="Print it as JSON.")
 @guarded
 @_needs_stdout
-def history_show(history_path: str, coverage: float, as_json: bool) -> None:
+def history_show(history_path: str, coverage: float, days: int | None, as_json: bool) -> None:
     """What the history has learned: run-time accuracy and bias per user/queue, start windows,
     user caps, how late real starts come against the simulation, range coverage so far, and
     how the forecasts fared against the real starts, next to the batch system's own estimate."""
@@ -987,7 +990,7 @@ def history_show(history_path: str, coverage: float, as_json: bool) -> None:
     from .learn.history import History
 
     with History.read_only(history_path) as store:
-        info = outlook.taught(store, coverage)
+        info = outlook.taught(store, coverage, days=days)
     if as_json:
         click.echo(json_text("history show", info))
     else:

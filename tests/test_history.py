@@ -752,6 +752,26 @@ def test_history_show_scores_the_forecasts_so_far_next_to_the_batch_systems_esti
     assert "by partition" in text and "50 s (1)" in text and "550 s (1)" in text
 
 
+def test_history_show_days_scores_only_the_latest_forecasts(tmp_path):
+    """``--days N``: only the forecasts made in the last N days the history knows, say after a
+    change of configuration."""
+    path = tmp_path / "h.db"
+    with History.open(str(path)) as h:
+        h.import_records([JobRecord("old", "u", queue="batch", wall=3600, submit=EPOCH - 5 * DAY, start=EPOCH - 5 * DAY + 600,
+                                    end=EPOCH - 5 * DAY + 1200),
+                          JobRecord("new", "u", queue="batch", wall=3600, submit=EPOCH, start=EPOCH + 900,
+                                    end=EPOCH + 1500)], "sacct")
+        h.record_forecasts(EPOCH - 5 * DAY, [("old", EPOCH - 5 * DAY, EPOCH - 5 * DAY, EPOCH - 5 * DAY, None, None,
+                                              None, None, "wall", EPOCH - 5 * DAY + 60)])
+        h.record_forecasts(EPOCH, [("new", EPOCH + 300, EPOCH + 300, EPOCH + 300, None, None, None, None, "wall", None)])
+    shown = lambda *extra: json.loads(cli("history", "show", "--history", str(path), "--json", *extra).stdout)  # noqa: E731
+    every, latest = shown()["forecasts_so_far"], shown("--days", "2")["forecasts_so_far"]
+    assert (every["forecasts"], every["days"], latest["forecasts"], latest["days"]) == (2, None, 1, 2)
+    assert latest["overall"]["history"]["median_error"] == 600 and latest["overall"]["batch system"] == {"count": 0}
+    assert every["overall"]["batch system"]["median_error"] == 540
+    assert "made in the last 2 days" in cli("history", "show", "--history", str(path), "--days", "2").stdout
+
+
 def test_a_batch_system_estimate_beyond_any_kept_date_is_not_kept(tmp_path):
     """A pending job's starttime of the year 9999 parses, but the history's own check refuses
     dates past 9000 as damage: keeping it would lock the site out of its history."""

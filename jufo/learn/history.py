@@ -394,16 +394,17 @@ class History:
             "JOIN jobs j ON j.id = f.job WHERE f.lo IS NOT NULL AND j.start IS NOT NULL AND j.start >= f.made "
             "ORDER BY f.made, f.job").fetchall()
 
-    def outcomes(self) -> list[tuple[int, int | None, int | None, int | None, int | None, int | None, int, str]]:
-        """``(made, best, wall, system, lo, hi, start, queue)`` of every kept forecast whose job
-        has started since it was made, in the order they were made: how the forecasts fared
-        (``system``, the batch system's own estimate then, is None where a history of schema 1
-        kept none)."""
+    def outcomes(self, since: int | None = None) -> list[tuple[int, int | None, int | None, int | None, int | None,
+                                                               int | None, int, str]]:
+        """``(made, best, wall, system, lo, hi, start, queue)`` of every kept forecast (made at
+        ``since`` or later, if given) whose job has started since it was made, in the order
+        they were made: how the forecasts fared (``system``, the batch system's own estimate
+        then, is None where a history of schema 1 kept none)."""
         system = "f.system" if self.version >= 2 else "NULL"
         return self.db.execute(
             f"SELECT f.made, f.best, f.wall, {system}, f.lo, f.hi, j.start, j.queue FROM forecasts f "  # noqa: S608
-            "JOIN jobs j ON j.id = f.job WHERE j.start IS NOT NULL AND j.start >= f.made "
-            "ORDER BY f.made, f.job").fetchall()
+            "JOIN jobs j ON j.id = f.job WHERE j.start IS NOT NULL AND j.start >= f.made AND f.made >= ? "
+            "ORDER BY f.made, f.job", (-LATEST_EPOCH if since is None else since,)).fetchall()
 
     def stats(self) -> dict[str, int]:
         """Counts for ``history show``: jobs by state, those gone without a start but with an end

@@ -473,7 +473,7 @@ def system_estimate(job: Job) -> int | None:
     return estimate if abs(estimate) <= LATEST_EPOCH else None
 
 
-def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) -> dict:
+def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10, days: int | None = None) -> dict:
     """What the history has taught, as of the newest time it knows (``jufo history show``):
     run-time accuracy per user/queue and queue, start windows, user caps, how late real
     starts came against the simulation by horizon, how the ranges fared so far, and how the
@@ -523,7 +523,8 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10) 
         part: {k: {"forecasts": len(v), "in_range": sum(v) / len(v)}
                for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]}
         for part, groups in fared.items()}
-    out["forecasts_so_far"] = accuracy.so_far(history.outcomes())
+    out["forecasts_so_far"] = {**accuracy.so_far(history.outcomes(None if days is None else now + 1 - days * 86400)),
+                               "days": days}
     return out
 
 
@@ -615,7 +616,9 @@ def taught_text(info: dict) -> str:
             lines.append(f"  {'  ' if title else ''}{key:28} {v['forecasts']:>9,} {v['in_range']:>8.0%}")
     scored = info.get("forecasts_so_far")
     if scored is not None:
-        lines.append("\nForecasts so far: each kept forecast whose job has started, against its real start "
+        days = scored.get("days")
+        window = "" if days is None else f" (made in the last {days:,} day{'' if days == 1 else 's'})"
+        lines.append(f"\nForecasts so far{window}: each kept forecast whose job has started, against its real start "
                      "(error = real - forecast, s), by real wait; the batch system's own estimate where the "
                      "snapshot had one, and the history forecast on those same forecasts")
         if not scored["forecasts"]:
