@@ -11,16 +11,31 @@ WAIT_CLASSES = ((0, 900, "under 15 min"), (900, 3600, "15 min-1 h"), (3600, 6 * 
                 (6 * 3600, None, "over 6 h"))
 
 
-def wait_class(wait: int) -> str:
-    """The label of the class of a real wait in seconds.
+def wait_class(wait: int) -> str | None:
+    """The label of the class of a real wait in seconds (None for a start before the forecast).
 
-    >>> wait_class(0), wait_class(900), wait_class(86400)
-    ('under 15 min', '15 min-1 h', 'over 6 h')
+    >>> wait_class(0), wait_class(900), wait_class(86400), wait_class(-1)
+    ('under 15 min', '15 min-1 h', 'over 6 h', None)
     """
     for lo, hi, label in WAIT_CLASSES:
         if wait >= lo and (hi is None or wait < hi):
             return label
-    return WAIT_CLASSES[0][2]  # a start before the forecast was made: no wait at all
+    return None
+
+
+def by_wait_class(items: Iterable, wait) -> dict[str, list]:
+    """``items`` grouped by the class of their real wait (``wait(item)``), every class
+    present, in ``WAIT_CLASSES`` order; a start before the forecast is in none.  O(n).
+
+    >>> by_wait_class([0, 1000, -5, 99999], lambda w: w)
+    {'under 15 min': [0], '15 min-1 h': [1000], '1-6 h': [], 'over 6 h': [99999]}
+    """
+    groups: dict[str, list] = {label: [] for _, _, label in WAIT_CLASSES}
+    for item in items:
+        label = wait_class(wait(item))
+        if label is not None:
+            groups[label].append(item)
+    return groups
 
 
 def error_stats(rows: list[tuple[int, int, int]]) -> dict[str, float]:
@@ -125,14 +140,12 @@ def so_far(rows: Iterable[tuple], top: int = 10) -> dict:
             out["history"].update(range_stats([(r[4], r[5], r[6]) for r in group]))
         return out
 
-    by_wait: dict[str, list[tuple]] = {label: [] for _, _, label in WAIT_CLASSES}
     by_queue: dict[str, list[tuple]] = {}
     for row in rows:
-        by_wait[wait_class(row[6] - row[0])].append(row)
         by_queue.setdefault(row[7], []).append(row)
     busiest = sorted(by_queue.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:top]
     return {"forecasts": len(rows), "overall": figures(rows),
-            "by_wait": {label: figures(group) for label, group in by_wait.items()},
+            "by_wait": {label: figures(group) for label, group in by_wait_class(rows, lambda r: r[6] - r[0]).items()},
             "by_queue": {queue: figures(group) for queue, group in busiest}}
 
 

@@ -39,7 +39,7 @@ from .history import KEEP_DAYS, SCORED_LIMIT
 from ..engine.prediction import simulate
 from .knowledge import TraceKnowledge
 from . import accuracy
-from .accuracy import WAIT_CLASSES, error_stats
+from .accuracy import error_stats
 from .outlook import DEFAULT_COVERAGE, behaviour_for, wall_starts
 
 FORECASTERS = ("walltime", "starts now", "history")
@@ -460,8 +460,7 @@ def summarize(forecasts: list[Forecast], snapshots: int) -> Summary:
         return out
 
     summary.overall = figures(usable)
-    for lo, hi, label in WAIT_CLASSES:
-        group = [f for f in usable if f.raw.actual - f.raw.made >= lo and (hi is None or f.raw.actual - f.raw.made < hi)]
+    for label, group in accuracy.by_wait_class(usable, lambda f: f.raw.actual - f.raw.made).items():
         summary.by_wait[label] = figures(group)
     return summary
 
