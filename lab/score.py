@@ -146,9 +146,10 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
         runs = real_run_times(sacct) if exact and history and sacct.exists() else {}
         given_settings = [arg for pair in settings for arg in ("--set", pair)]
         for cap in captures:
-            at = int((cap / "at").read_text())
             snap, out = os.path.join(tmp, "snap.xml"), os.path.join(tmp, "out.xml")
             jufo("slurm", "snapshot", "--from", str(cap), "-o", snap)
+            # the capture's second in the clock Slurm printed its dates in (the lab's zone)
+            at = _date(lml.read(snap).of_type("system")[0].data["system_time"])
             jufo("predict", snap, "--config", site, *given_settings, "-o", out, "-q")
             wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
             stale = newer_than_last_pass(snap)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 
+from jufo.io import lml
 from jufo.io.dates import parse_date
 
 SIZES = (1, 2, 4, 8, 16)
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         jufo("slurm", "config", "-o", site, "-q")
         for k in range(args.rounds):
             jufo("slurm", "snapshot", "-o", snap)
-            now = int(time.time())
+            # now in the clock scontrol prints its dates in, as the snapshot has it
+            now = parse_date(lml.read(snap).of_type("system")[0].data["system_time"])[0]
             candidates = [(n, t) for n in SIZES for t in LIMITS]
             if args.submit:
                 candidates = [candidates[k % len(candidates)]]

@@ -952,3 +952,127 @@ def test_an_arrays_waiting_tasks_ask_the_nodes_slurm_plans_them_on(tmp_path):
     pairs = _forecasts_against_slurm(tmp_path, folder)
     assert len(pairs) == 100 and "118_[2-8%2]" in pairs
     assert all(mine == slurms for mine, slurms in pairs.values() if slurms is not None), pairs
+
+
+# --- the capture's own clock -------------------------------------------------------------
+
+_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+_CTIME = re.compile(r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}(?= \(\d+\))")
+
+
+def _elsewhere(src, dst, offset: int, drop: tuple[str, ...] = ()):
+    """A copy of the capture ``src`` as scontrol and sdiag would have printed it where the clock
+    reads ``offset`` seconds ahead of UTC: every wall-clock date moved, every epoch second
+    (``at``, sdiag's bracketed ones) as it was."""
+    import calendar
+    import time as _time
+
+    dst.mkdir()
+    for path in src.iterdir():
+        if path.name in drop:
+            continue
+        text = path.read_text()
+        text = _ISO.sub(lambda m: _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(
+            calendar.timegm(_time.strptime(m.group(0), "%Y-%m-%dT%H:%M:%S")) + offset)), text)
+        text = _CTIME.sub(lambda m: _time.strftime("%a %b %d %H:%M:%S %Y", _time.gmtime(
+            calendar.timegm(_time.strptime(m.group(0), "%a %b %d %H:%M:%S %Y")) + offset)), text)
+        (dst / path.name).write_text(text)
+    return dst
+
+
+def _dated(out) -> dict:
+    """Each job's dates in a prediction (epoch seconds as written) and the rest of its jufo keys."""
+    doc = lml.read(str(out))
+    jobs = {}
+    for o in doc.of_type("job"):
+        d = o.data
+        dates = {k: parse_date(d[k])[0] for k in ("jufo_starttime", "jufo_endtime", "starttime", "queuedate")
+                 if d.get(k, "")[:1].isdigit()}
+        rest = {k: v for k, v in d.items() if k.startswith("jufo_") and k not in dates and k != "jufo_array_starts"}
+        for k, part in enumerate(filter(None, d.get("jufo_array_starts", "").split(";"))):  # tasks=date;...
+            tasks, _, when = part.partition("=")
+            dates[f"array {k} {tasks}"] = parse_date(when)[0]
+        jobs[d["step"]] = (dates, rest)
+    return {"system_time": parse_date(doc.of_type("system")[0].data["system_time"])[0], "jobs": jobs}
+
+
+def _predicted(folder, tmp_path, name: str) -> dict:
+    raw, out = tmp_path / f"{name}-raw.xml", tmp_path / f"{name}-out.xml"
+    done = run("slurm", "snapshot", "--from", str(folder), "-o", str(raw))
+    assert done.exit_code == 0, done.output
+    assert run("predict", str(raw), "-o", str(out), "-q").exit_code == 0
+    return _dated(out)
+
+
+@pytest.mark.parametrize("case, offset, drop", [
+    ("nodelists", 3600, ()),  # sdiag prints the same second both ways: the clock read exactly
+    ("nodelists", 5 * 3600 + 1800, ()),
+    ("nodelists", -(3 * 3600 + 1800), ()),
+    ("mixed", 3600, ()),  # no sdiag: scontrol show config's "as of" against the capture's second
+    ("nodelists", 2 * 3600, ("sdiag.txt",)),
+])
+def test_a_capture_made_in_another_time_zone_is_forecast_in_its_own_clock(tmp_path, case, offset, drop):
+    """Slurm prints dates in the local time of the machine that runs scontrol, with no zone;
+    the capture's second (``at``, ``time.time()`` live) is UTC. The snapshot's ``system_time``
+    must be in the clock of the job dates, or a site east of Greenwich sees every job submitted
+    and started that many hours in the future, and every forecast moved by as much."""
+    src = ROOT / "tests" / "data" / "slurm" / case
+    here = _predicted(src, tmp_path, "utc")
+    there = _predicted(_elsewhere(src, tmp_path / "there", offset, drop), tmp_path, "there")
+    assert there["system_time"] == here["system_time"] + offset
+    assert there["jobs"].keys() == here["jobs"].keys() and any(d for d, _ in here["jobs"].values())
+    for step, (dates, rest) in here["jobs"].items():
+        moved, theirs = there["jobs"][step]
+        assert moved == {k: v + offset for k, v in dates.items()}, step
+        assert theirs == rest, step
+
+
+def test_with_neither_sdiag_nor_the_configs_time_the_capture_is_read_in_this_machines_zone(tmp_path):
+    """A capture with no sdiag and a configuration without its "as of" line: converted where it
+    was made, this machine's zone at the capture's second is the one Slurm printed in."""
+    import subprocess
+    import sys
+
+    there = _elsewhere(ROOT / "tests" / "data" / "slurm" / "mixed", tmp_path / "there", 3600)
+    config_text = (there / "config.txt").read_text()
+    (there / "config.txt").write_text(config_text.split("\n", 1)[1])
+    assert "as of" not in (there / "config.txt").read_text()
+    clocks = {}
+    for zone in ("UTC", "Europe/Berlin"):  # Berlin: an hour ahead in November
+        raw = tmp_path / f"{zone[:3]}.xml"
+        done = subprocess.run([sys.executable, "-m", "jufo", "slurm", "snapshot", "--from", str(there), "-o", str(raw)],
+                              env={**os.environ, "TZ": zone}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        clocks[zone] = lml.read(str(raw)).of_type("system")[0].data["system_time"]
+    assert clocks == {"UTC": "11/25/26-15:26:01", "Europe/Berlin": "11/25/26-16:26:01"}
+
+
+def _in_a_users_time_format(text: str) -> str:
+    """Dates as scontrol and sacct print them under ``SLURM_TIME_FORMAT="%d.%m. %H:%M"``."""
+    return _ISO.sub(lambda m: f"{m.group(0)[8:10]}.{m.group(0)[5:7]}. {m.group(0)[11:16]}", text)
+
+
+def test_dates_printed_in_a_users_time_format_are_refused_naming_file_line_and_key(tmp_path):
+    """Passed on, such dates were read as "now" with a warning each, and the reservation left out."""
+    folder = tmp_path / "capture"
+    shutil.copytree(LAB, folder)
+    for name in ("job.txt", "reservation.txt"):
+        (folder / name).write_text(_in_a_users_time_format((folder / name).read_text()))
+    out = tmp_path / "raw.xml"
+    done = run("slurm", "snapshot", "--from", str(folder), "-o", str(out))
+    assert done.exit_code == 2 and not out.exists()
+    assert done.output.strip().splitlines()[-1] == (
+        f"jufo: error: {folder / 'job.txt'}, line 1: SubmitTime='25.11. 15:25': not a date in Slurm's standard form "
+        "(YYYY-MM-DDTHH:MM:SS): printed under a SLURM_TIME_FORMAT? Capture again with SLURM_TIME_FORMAT=standard")
+    (folder / "job.txt").write_text((LAB / "job.txt").read_text())
+    done = run("slurm", "snapshot", "--from", str(folder), "-o", str(out))
+    assert done.exit_code == 2 and f"{folder / 'reservation.txt'}, line 1: StartTime='25.11. 15:" in done.output
+
+
+def test_sacct_dates_in_a_users_time_format_are_refused_naming_line_key_and_value(tmp_path):
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(_in_a_users_time_format((ROOT / "tests" / "data" / "slurm" / "cancelled" / "sacct.txt").read_text()))
+    db = tmp_path / "h.db"
+    done = run("history", "import", str(sacct), "--history", str(db))
+    assert done.exit_code == 2 and not db.exists()
+    assert f"{sacct} line 2: Submit='" in done.output and "SLURM_TIME_FORMAT=standard" in done.output

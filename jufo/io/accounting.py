@@ -158,6 +158,16 @@ def _date(text: str) -> int | None:
     return parse_date(text)[0]
 
 
+def _sacct_date(get: dict[str, str], key: str, where: str) -> int | None:
+    """A date field of a sacct line; InputError naming the line, key and value where it is not
+    a date (sacct prints dates in a user's ``SLURM_TIME_FORMAT`` too)."""
+    try:
+        return _date(get[key])
+    except ValueError as err:
+        raise InputError(where, key, get[key][:60], f"{err}: printed under a SLURM_TIME_FORMAT? Export "
+                         "with SLURM_TIME_FORMAT=standard") from None
+
+
 def sacct_columns(header: list[str], where: str, line: str) -> dict[str, int]:
     """Where each field of ``SACCT_FIELDS`` stands in a sacct header: the field itself, else
     its first alias present (``SACCT_ALIASES``); Group, Account, QOS, Eligible and State may
@@ -239,10 +249,10 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
             if nodes > MAX_NODES or cores > MAX_COUNT:
                 raise ValueError(f"NNodes {nodes:,} / NCPUS {cores:,}: more than a machine can mean")
             wall = seconds_of(get["Timelimit"])
-            submit, start, end = _date(get["Submit"]), _date(get["Start"]), _date(get["End"])
-            eligible = _date(get["Eligible"])
         except ValueError as err:
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
+        submit, start, end, eligible = (_sacct_date(get, key, f"{source} line {lineno}")
+                                        for key in ("Submit", "Start", "End", "Eligible"))
         state = get["State"].split()[0].upper() if get["State"] else ""
         if summary:  # an array cancelled with tasks still pending: each of them never ran
             if end is None or start not in (None, end):

@@ -168,10 +168,24 @@ def node_state(state: str) -> str:
     return words[0] or state
 
 
-def _llview_date(text: str) -> str:
+_STANDARD_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def _llview_date(text: str, source: str, line: int, key: str) -> str:
     """Slurm's ``2026-11-25T15:18:24`` as LLview 2 writes it (``2026-11-25 15:18:24``); words
-    (``Unknown``, ``None``, ``N/A``) as they are."""
-    return text.replace("T", " ") if re.match(r"\d{4}-\d\d-\d\dT", text) else text
+    (``Unknown``, ``None``, ``N/A``) as they are. Any other date (printed under a user's
+    ``SLURM_TIME_FORMAT``, ``25.11. 15:18``) is SlurmTextError naming the file, line and key:
+    passed on, it would be read as "now" with a warning, and a reservation left out.
+
+    >>> _llview_date("2026-11-25T15:18:24", "job.txt", 1, "StartTime"), _llview_date("Unknown", "job.txt", 1, "EndTime")
+    ('2026-11-25 15:18:24', 'Unknown')
+    """
+    if _STANDARD_DATE.fullmatch(text):
+        return text.replace("T", " ")
+    if re.fullmatch(r"[A-Za-z/()]*", text):
+        return text
+    raise SlurmTextError(source, line, key, text[:60], "not a date in Slurm's standard form (YYYY-MM-DDTHH:MM:SS): "
+                         "printed under a SLURM_TIME_FORMAT? Capture again with SLURM_TIME_FORMAT=standard")
 
 
 def _user(text: str) -> str:
@@ -245,6 +259,52 @@ def _exclusive_job(record: dict[str, str]) -> bool:
     return record.get("OverSubscribe", "").upper() in ("NO", "USER", "MCS", "TOPO")
 
 
+_STAMPED = re.compile(r"(?:sdiag output at|Last cycle when:)\s+\w{3} (\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4}) "
+                      r"\((\d{1,12})\)")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_ZONE_STEP = 900  # time zones lie on a quarter hour
+
+
+def wall_clock_offset(sdiag: str, as_of: str, at: int | None) -> int:
+    """Seconds from UTC to the clock Slurm printed a capture's dates in. scontrol and sdiag
+    print local time without a zone, while the capture's second (``at``) counts from the epoch;
+    the snapshot's ``system_time`` must be in the job dates' clock, as LLview 2 writes it, or a
+    site an hour east of UTC sees every job start an hour ahead of now. Read, in this order,
+    from sdiag, which prints the same second both ways; from ``scontrol show config``'s "as
+    of" against ``at``, to the quarter hour where they were printed within two minutes; else
+    this machine's zone at ``at`` (a capture converted where it was made).
+
+    >>> wall_clock_offset("sdiag output at Sat Nov 28 22:29:35 2026 (1795901375)", "", None)
+    3600
+    >>> wall_clock_offset("", "2026-11-28T15:59:40", 1795901375)  # 21:29:35 UTC, 5 s later, 5.5 h behind
+    -19800
+    """
+    import calendar
+
+    found = _STAMPED.search(sdiag)
+    if found and found.group(1) in _MONTHS:
+        month, day, hour, minute, second, year, epoch = found.groups()
+        try:
+            wall = calendar.timegm((int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute),
+                                    int(second), 0, 0, 0))
+        except (ValueError, OverflowError):
+            wall = None
+        if wall is not None and abs(wall - int(epoch)) <= 26 * 3600:
+            return wall - int(epoch)
+    if as_of and at is not None:
+        from .dates import parse_date
+
+        try:
+            ahead = parse_date(as_of)[0] - at
+        except ValueError:
+            ahead = None
+        if ahead is not None:
+            zone = round(ahead / _ZONE_STEP) * _ZONE_STEP
+            if abs(zone) <= 14 * 3600 and abs(ahead - zone) <= 120:
+                return zone
+    return time.localtime(int(time.time()) if at is None else at).tm_gmtoff
+
+
 def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str, str, dict[str, str]]]:
     """The raw LML objects of a capture, in LLview 2's keys: the system, a scheduler object from
     the configuration, the partitions as queues, the nodes (with ``classes`` per partition),
@@ -258,11 +318,12 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     settings, queues, _ = site_settings(config, partitions, text.names["config"], text.names["partition"])
     if now is None:
         now = text.at
+    offset = wall_clock_offset(text.sdiag, config.get("_as_of", ""), now)
     if now is None:
         from .dates import parse_date
 
-        now = parse_date(config.get("_as_of", ""))[0] if config.get("_as_of") else int(time.time())
-    system_time = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(now))
+        now = parse_date(config["_as_of"])[0] - offset if config.get("_as_of") else int(time.time())
+    system_time = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(now + offset))
     objects: list[tuple[str, str, dict[str, str]]] = [
         ("cluster", "system", {"hostname": config.get("ClusterName", "slurm"), "system_time": system_time,
                                "type": "Cluster"}),
@@ -270,7 +331,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     ]
     last_pass = backfill_pass(text.sdiag)
     if last_pass is not None and last_pass <= now:  # Slurm's estimates are the plan of that pass
-        settings["plan_time"] = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(last_pass))
+        settings["plan_time"] = time.strftime("%m/%d/%y-%H:%M:%S", time.gmtime(last_pass + offset))
     # the CPUs jobs may use: CPUEfctv leaves out cores kept for the system (CoreSpecCount,
     # CpuSpecList); LLview 2's adapter writes CPUTot, which would plan jobs onto them
     cpus = {node["NodeName"]: node.get("CPUEfctv", node.get("CPUTot", "1")) for node in nodes}
@@ -315,8 +376,9 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     for k, (qos, limits) in enumerate(sorted(qos_limits(text.qos).items())):  # as LLview 2's classes_LML.xml
         objects.append((f"c{k}", "class", {"name": qos, **limits}))
     for k, resv in enumerate(reservations):
-        data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", "")),
-                "endtime": _llview_date(resv.get("EndTime", "")), "state": resv.get("State", ""),
+        where = (text.names["reservation"], k + 1)  # (a record a line, as for the jobs)
+        data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", ""), *where, "StartTime"),
+                "endtime": _llview_date(resv.get("EndTime", ""), *where, "EndTime"), "state": resv.get("State", ""),
                 "userlist": resv.get("Users", ""), "accounts": resv.get("Accounts", ""),
                 "flags": resv.get("Flags", ""), "nodecnt": resv.get("NodeCnt", ""),
                 "corecnt": resv.get("CoreCnt", "")}
@@ -509,7 +571,7 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
             elif key == "TimeLimit" and raw.upper() in NO_TIME_LIMIT:
                 data[name] = "UNLIMITED"  # as LLview 2 passes it on: planned with the partition's MaxTime
     for key, name in (("SubmitTime", "queuedate"), ("StartTime", "starttime"), ("EndTime", "endtime")):
-        data[name] = _llview_date(job.get(key, ""))
+        data[name] = _llview_date(job.get(key, ""), source, line, key)
     nodes, cpus = _count(job.get("NumNodes", "1")), job.get("NumCPUs", "")
     per_task = job.get("CPUs/Task", "1")
     if state == "PENDING":  # "2-4": at most 4 nodes; "2" alone (only cores asked): as many as it takes
@@ -795,6 +857,16 @@ COMMANDS = {
 }
 
 
+def slurm_env() -> dict[str, str]:
+    """The environment Slurm's commands run in: this one, with dates printed in Slurm's standard
+    form (``2026-11-29T13:45:00``). A user's ``SLURM_TIME_FORMAT`` (``relative``, or a strftime
+    form such as ``%d.%m. %H:%M``, which sites suggest for ``squeue``) would make scontrol print
+    dates that cannot be read back, or not to the second."""
+    import os
+
+    return {**os.environ, "SLURM_TIME_FORMAT": "standard"}
+
+
 def run_scontrol(what: str, timeout: float = 30.0) -> str:
     """The output of one scontrol command; InputError (exit 2) with its message when there is
     no scontrol, it fails or it does not answer within ``timeout`` seconds."""
@@ -802,7 +874,7 @@ def run_scontrol(what: str, timeout: float = 30.0) -> str:
 
     cmd = COMMANDS[what]
     try:
-        done = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env=slurm_env())
     except FileNotFoundError:
         raise InputError(" ".join(cmd), None, None, "scontrol not found: is Slurm's client installed here? "
                          "(--from DIR reads saved outputs instead)") from None
@@ -892,7 +964,7 @@ def run_optional(cmd: list[str], timeout: float) -> str:
     import subprocess
 
     try:
-        done = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env=slurm_env())
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
