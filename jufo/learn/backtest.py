@@ -441,6 +441,7 @@ class Summary:
     overall: dict[str, dict[str, float]] = field(default_factory=dict)
     by_wait: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     cancelled: int = 0  # jobs cancelled while pending: queued until they left, none of their forecasts scored
+    unrequested: int = 0  # jobs without a requested time (SWF's -1, sacct's UNLIMITED): in no snapshot
 
 
 def summarize(forecasts: list[Forecast], snapshots: int) -> Summary:
@@ -481,6 +482,9 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
         raise InputError(settings.trace, "wait time (field 3)", None, f"no job of its {len(trace.jobs):,} waited (field 3 is 0 or "
                          "-1, unknown, on every line): a backtest compares forecasts with the real starts, and "
                          "this trace records none that waited")
+    if all(j.requested < 0 for j in trace.jobs):
+        raise InputError(settings.trace, "requested time (field 9; sacct: Timelimit)", None, f"unknown for all {len(trace.jobs):,} jobs: "
+                         "the walltime forecast plans each job for its requested time, and this trace records none")
     if not ats:
         raise InputError("trace", "--from" if start is not None or stop is not None else "--every", None,
                          f"no job waits at any snapshot time from {start if start is not None else 'the start'} "
@@ -489,7 +493,8 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
     forecasts = calibrate(raw, coverage, settings.keep_days)
     if at_submit:
         forecasts = [f for f in forecasts if f.raw.submit == f.raw.made]
-    return replace(summarize(forecasts, len(ats)), cancelled=sum(j.cancelled for j in trace.jobs)), forecasts
+    return replace(summarize(forecasts, len(ats)), cancelled=sum(j.cancelled for j in trace.jobs),
+                   unrequested=sum(j.requested < 0 for j in trace.jobs)), forecasts
 
 
 def retro_forecasts(settings: Settings, start: int | None, stop: int | None, workers: int = 1,
@@ -521,5 +526,8 @@ def table(summary: Summary, title: str) -> str:
     if summary.cancelled:
         lines.append(f"  {summary.cancelled:,} jobs cancelled before they started: queued until they left, "
                      "none of their forecasts scored")
+    if summary.unrequested:
+        lines.append(f"  {summary.unrequested:,} jobs without a requested time (-1; sacct: UNLIMITED) left out of every snapshot: they "
+                     "neither wait nor hold processors there")
     lines += accuracy.blocks_text([("all forecasts", summary.overall), *summary.by_wait.items()], FORECASTERS)
     return "\n".join(lines)
