@@ -231,3 +231,21 @@ def test_a_backtest_says_how_many_jobs_asked_no_time_and_refuses_a_trace_where_n
     assert done.exit_code == 2 and done.output.strip().splitlines()[-1] == (
         f"jufo: error: {none}: requested time (field 9; sacct: Timelimit): unknown for all 3,000 jobs: "
         "the walltime forecast plans each job for its requested time, and this trace records none")
+
+
+def test_a_checkpointed_jobs_partial_executions_are_read_as_the_one_job_they_belong_to(tmp_path):
+    """SWF gives a checkpointed or swapped job a summary line followed by a line per partial
+    execution, with the same job number and status 2 (to be continued), 3 (last, completed)
+    or 4 (last, failed). Such a trace was refused: "appears twice"."""
+    trace = tmp_path / "partial.swf"
+    trace.write_text("; MaxProcs: 8\n"
+                     "1 0 10 500 4 -1 -1 4 1000 -1 1 1 1 -1 1 -1 -1 -1\n"
+                     "2 5 20 700 4 -1 -1 4 1000 -1 1 2 1 -1 1 -1 -1 -1\n"
+                     "2 5 20 300 4 -1 -1 4 1000 -1 2 2 1 -1 1 -1 -1 -1\n"
+                     "2 5 400 400 4 -1 -1 4 1000 -1 3 2 1 -1 1 -1 -1 -1\n"
+                     "3 9 0 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    read = swf.read(str(trace))
+    assert [(j.number, j.run) for j in read.jobs] == [(1, 500), (2, 700), (3, 100)] and read.partial == 2
+    trace.write_text(trace.read_text() + "3 9 0 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    with pytest.raises(swf.InputError, match="appears twice"):
+        swf.read(str(trace))

@@ -29,6 +29,7 @@ _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endles
 SYSTEM_FORMAT = "%m/%d/%y-%H:%M:%S"
 JOB_FORMAT = "%Y-%m-%d %H:%M:%S"
 CANCELLED = 5  # SWF's status of a cancelled job; with a run time of 0, it was cancelled before it started
+PARTIAL = (2, 3, 4)  # a partial execution of a checkpointed or swapped job: to be continued, last completed, last failed
 
 
 @dataclass(slots=True)
@@ -56,6 +57,7 @@ class Trace:
     jobs: list[TraceJob]
     header: dict[str, str] = field(default_factory=dict)
     unusable: int = 0  # lines whose run time or size is unknown
+    partial: int = 0  # lines of a checkpointed job's partial executions (status 2, 3, 4), read in its summary line
     # names by number, where the trace had names (sacct): "user", "group", "queue" → list
     names: dict[str, list[str]] | None = None
     ids: dict[int, str] | None = None  # accounting's own job id by job number (sacct: arrays renumbered)
@@ -195,6 +197,9 @@ def read(path: str) -> Trace:
                             raise ValueError(f"{name} {value:,} is beyond what a machine can mean (at most {top:,})")
                 except (ValueError, OverflowError) as err:  # OverflowError: inf
                     raise InputError(f"{path} line {lineno}", None, None, f"not an SWF job line: {err}") from None
+                if number in seen and status in PARTIAL:
+                    trace.partial += 1  # the job's summary line came first and stands for all of it
+                    continue
                 if number in seen:
                     raise InputError(f"{path} line {lineno}", "job number", str(number),
                                      "appears twice: a trace numbers each job once")
