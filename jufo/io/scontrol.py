@@ -377,7 +377,8 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         objects.append((f"c{k}", "class", {"name": qos, **limits}))
     for k, resv in enumerate(reservations):
         where = (text.names["reservation"], k + 1)  # (a record a line, as for the jobs)
-        data = {"resid": resv["ReservationName"], "starttime": _llview_date(resv.get("StartTime", ""), *where, "StartTime"),
+        data = {"resid": resv["ReservationName"],
+                "starttime": _llview_date(resv.get("StartTime", ""), *where, "StartTime"),
                 "endtime": _llview_date(resv.get("EndTime", ""), *where, "EndTime"), "state": resv.get("State", ""),
                 "userlist": resv.get("Users", ""), "accounts": resv.get("Accounts", ""),
                 "flags": resv.get("Flags", ""), "nodecnt": resv.get("NodeCnt", ""),

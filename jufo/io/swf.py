@@ -29,7 +29,7 @@ _MAX_LINE = 64 * 1024  # an SWF line is ~100 characters; /dev/zero is one endles
 SYSTEM_FORMAT = "%m/%d/%y-%H:%M:%S"
 JOB_FORMAT = "%Y-%m-%d %H:%M:%S"
 CANCELLED = 5  # SWF's status of a cancelled job; with a run time of 0, it was cancelled before it started
-PARTIAL = (2, 3, 4)  # a partial execution of a checkpointed or swapped job: to be continued, last completed, last failed
+PARTIAL = (2, 3, 4)  # a checkpointed job's partial execution: to be continued, the last completed, the last failed
 
 
 @dataclass(slots=True)

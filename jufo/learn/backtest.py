@@ -483,8 +483,9 @@ def backtest(settings: Settings, every: int, start: int | None = None, stop: int
                          "-1, unknown, on every line): a backtest compares forecasts with the real starts, and "
                          "this trace records none that waited")
     if all(j.requested < 0 for j in trace.jobs):
-        raise InputError(settings.trace, "requested time (field 9; sacct: Timelimit)", None, f"unknown for all {len(trace.jobs):,} jobs: "
-                         "the walltime forecast plans each job for its requested time, and this trace records none")
+        raise InputError(settings.trace, "requested time (field 9; sacct: Timelimit)", None,
+                         f"unknown for all {len(trace.jobs):,} jobs: the walltime forecast plans each job for its "
+                         "requested time, and this trace records none")
     if not ats:
         raise InputError("trace", "--from" if start is not None or stop is not None else "--every", None,
                          f"no job waits at any snapshot time from {start if start is not None else 'the start'} "
@@ -527,7 +528,7 @@ def table(summary: Summary, title: str) -> str:
         lines.append(f"  {summary.cancelled:,} jobs cancelled before they started: queued until they left, "
                      "none of their forecasts scored")
     if summary.unrequested:
-        lines.append(f"  {summary.unrequested:,} jobs without a requested time (-1; sacct: UNLIMITED) left out of every snapshot: they "
-                     "neither wait nor hold processors there")
+        lines.append(f"  {summary.unrequested:,} jobs without a requested time (-1; sacct: UNLIMITED) left out of every "
+                     "snapshot: they neither wait nor hold processors there")
     lines += accuracy.blocks_text([("all forecasts", summary.overall), *summary.by_wait.items()], FORECASTERS)
     return "\n".join(lines)
