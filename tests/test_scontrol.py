@@ -1067,6 +1067,13 @@ def test_dates_printed_in_a_users_time_format_are_refused_naming_file_line_and_k
     (folder / "job.txt").write_text((LAB / "job.txt").read_text())
     done = run("slurm", "snapshot", "--from", str(folder), "-o", str(out))
     assert done.exit_code == 2 and f"{folder / 'reservation.txt'}, line 1: StartTime='25.11. 15:" in done.output
+    (folder / "reservation.txt").write_text((LAB / "reservation.txt").read_text())
+    (folder / "config.txt").write_text(_in_a_users_time_format((folder / "config.txt").read_text()))
+    (folder / "at").unlink()  # (where the capture's time is read from the configuration's; an internal error before)
+    done = run("slurm", "snapshot", "--from", str(folder), "-o", str(out))
+    assert done.exit_code == 2 and not out.exists()
+    assert f"{folder / 'config.txt'}, line 1: Configuration data as of='25.11. 15:26'" in done.output
+    assert run("slurm", "config", "--from", str(folder), "-o", str(tmp_path / "site.xml"), "-q").exit_code == 0
 
 
 def test_sacct_dates_in_a_users_time_format_are_refused_naming_line_key_and_value(tmp_path):

@@ -119,7 +119,7 @@ def parse_config(text: str, source: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("Configuration data as of"):
-            out["_as_of"] = line.rsplit(" ", 1)[-1].strip()
+            out["_as_of"] = line[len("Configuration data as of"):].strip()
             continue
         key, sep, value = line.partition(" = ")
         if not sep:
@@ -169,6 +169,8 @@ def node_state(state: str) -> str:
 
 
 _STANDARD_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+_NOT_STANDARD = ("not a date in Slurm's standard form (YYYY-MM-DDTHH:MM:SS): printed under a SLURM_TIME_FORMAT? "
+                 "Capture again with SLURM_TIME_FORMAT=standard")
 
 
 def _llview_date(text: str, source: str, line: int, key: str) -> str:
@@ -184,8 +186,7 @@ def _llview_date(text: str, source: str, line: int, key: str) -> str:
         return text.replace("T", " ")
     if re.fullmatch(r"[A-Za-z/()]*", text):
         return text
-    raise SlurmTextError(source, line, key, text[:60], "not a date in Slurm's standard form (YYYY-MM-DDTHH:MM:SS): "
-                         "printed under a SLURM_TIME_FORMAT? Capture again with SLURM_TIME_FORMAT=standard")
+    raise SlurmTextError(source, line, key, text[:60], _NOT_STANDARD)
 
 
 def _user(text: str) -> str:
@@ -318,6 +319,8 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     settings, queues, _ = site_settings(config, partitions, text.names["config"], text.names["partition"])
     if now is None:
         now = text.at
+    if config.get("_as_of") and not _STANDARD_DATE.fullmatch(config["_as_of"]):
+        raise SlurmTextError(text.names["config"], 1, "Configuration data as of", config["_as_of"][:60], _NOT_STANDARD)
     offset = wall_clock_offset(text.sdiag, config.get("_as_of", ""), now)
     if now is None:
         from .dates import parse_date
