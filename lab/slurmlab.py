@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # jufo's own reader, from the checkout
-from jufo.io.scontrol import COMMANDS, OPTIONAL  # noqa: E402
+from jufo.io.scontrol import COMMANDS, OPTIONAL, slurm_env  # noqa: E402
 
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 ACCOUNTING_PACKAGES = ["mariadb-server", "slurmdbd"]
@@ -325,7 +325,7 @@ def start(lab: Lab) -> dict[str, str]:
         (d / "etc" / "gres.conf").write_text(f"AutoDetect=off\nNodeName={lab.with_gpus()} Name=gpu "
                                              f"File={d}/dev/gpu[0-{lab.gpus - 1}]\n")
     (d / "pids").touch()
-    env = {**os.environ, "SLURM_CONF": str(conf), "SLURM_TIME_FORMAT": "standard"}  # dates read back to the second
+    env = {**slurm_env(), "SLURM_CONF": str(conf)}
     ensure_users()
     start_munge(lab)
     if lab.accounting:
@@ -354,7 +354,7 @@ def stop(directory: Path) -> list[str]:
     if not pids.exists():
         return []
     conf = directory / "etc" / "slurm.conf"
-    env = {**os.environ, "SLURM_CONF": str(conf), "SLURM_TIME_FORMAT": "standard"}  # dates read back to the second
+    env = {**slurm_env(), "SLURM_CONF": str(conf)}
     left = sh("squeue", "-h", "-o", "%i", check=False, env=env, timeout=30).stdout.split() if conf.exists() else []
     if left:  # jobs' steps outlive slurmd: end them, and let slurmd reap them, while slurmctld runs
         sh("scancel", "--full", *left, check=False, env=env, timeout=30)
