@@ -73,11 +73,10 @@ def _date(text: str | None) -> int | None:
         return None
 
 
-def newer_than_last_pass(snap: str) -> bool | None:
-    """Does the snapshot show a change (a submit, a start or an end) after Slurm's last backfill
-    pass (``plan_time``, from sdiag)? Then Slurm's estimates are that pass's plan, older than
-    the state jufo plans from. None where the capture has no sdiag."""
-    doc = lml.read(snap)
+def newer_than_last_pass(doc: lml.Document) -> bool | None:
+    """Does the snapshot ``doc`` show a change (a submit, a start or an end) after Slurm's last
+    backfill pass (``plan_time``, from sdiag)? Then Slurm's estimates are that pass's plan, older
+    than the state jufo plans from. None where the capture has no sdiag."""
     scheduler = next(iter(doc.of_type("scheduler")), None)
     last_pass = _date(scheduler.data.get("plan_time")) if scheduler is not None else None
     if last_pass is None:
@@ -148,11 +147,12 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
         for cap in captures:
             snap, out = os.path.join(tmp, "snap.xml"), os.path.join(tmp, "out.xml")
             jufo("slurm", "snapshot", "--from", str(cap), "-o", snap)
+            doc = lml.read(snap)
             # the capture's second in the clock Slurm printed its dates in (the lab's zone)
-            at = _date(lml.read(snap).of_type("system")[0].data["system_time"])
+            at = _date(doc.of_type("system")[0].data["system_time"])
             jufo("predict", snap, "--config", site, *given_settings, "-o", out, "-q")
             wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
-            stale = newer_than_last_pass(snap)
+            stale = newer_than_last_pass(doc)
             learned = {}
             if history and sacct.exists():
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
