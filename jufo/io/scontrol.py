@@ -109,6 +109,9 @@ def _record_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+_AS_OF = "Configuration data as of"  # the first line of scontrol show config, and when it was printed
+
+
 def parse_config(text: str, source: str) -> dict[str, str]:
     """``scontrol show config``: ``Key = Value`` lines (headings and blank lines skipped), and
     the time it was printed under ``_as_of`` (its first line, ``Configuration data as of ...``).
@@ -118,8 +121,8 @@ def parse_config(text: str, source: str) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
-        if line.startswith("Configuration data as of"):
-            out["_as_of"] = line[len("Configuration data as of"):].strip()
+        if line.startswith(_AS_OF):
+            out["_as_of"] = line[len(_AS_OF):].strip()
             continue
         key, sep, value = line.partition(" = ")
         if not sep:
@@ -320,7 +323,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     if now is None:
         now = text.at
     if config.get("_as_of") and not _STANDARD_DATE.fullmatch(config["_as_of"]):
-        raise SlurmTextError(text.names["config"], 1, "Configuration data as of", config["_as_of"][:60], _NOT_STANDARD)
+        raise SlurmTextError(text.names["config"], 1, _AS_OF, config["_as_of"][:60], _NOT_STANDARD)
     offset = wall_clock_offset(text.sdiag, config.get("_as_of", ""), now)
     if now is None:
         from .dates import parse_date
