@@ -747,13 +747,14 @@ def test_arrays_are_planned_task_by_task_as_a_live_slurm_plans_them(tmp_path, ca
 GPUS = ROOT / "tests" / "data" / "slurm" / "gpus"
 
 
-def _forecasts_against_slurm(tmp_path, folder) -> dict[str, tuple[int, int | None]]:
+def _forecasts_against_slurm(tmp_path, folder, *options: str) -> dict[str, tuple[int, int | None]]:
     """Each pending job's ``(jufo's start, Slurm's StartTime)`` on a capture of a live Slurm,
-    with the settings ``jufo slurm config`` reads from it (None where Slurm has no estimate yet)."""
+    with the settings ``jufo slurm config`` reads from it and ``options`` to ``predict`` (None
+    where Slurm has no estimate yet)."""
     site, raw, out = tmp_path / "site.xml", tmp_path / "raw.xml", tmp_path / "out.xml"
     assert run("slurm", "config", "--from", str(folder), "-o", str(site)).exit_code == 0
     assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
-    assert run("predict", str(raw), "--config", str(site), "-o", str(out), "-q").exit_code == 0
+    assert run("predict", str(raw), "--config", str(site), "-o", str(out), "-q", *options).exit_code == 0
     jobs = {o.data["step"]: o.data for o in lml.read(str(out)).of_type("job")}
     return {step: (_jufos_start(jobs[step.split("_")[0]]), None if slurms == "N/A" else parse_date(slurms)[0])
             for step, slurms in (line.split()[:2] for line in (folder / "squeue.txt").read_text().splitlines())}
@@ -793,6 +794,22 @@ def test_gpus_asked_per_job_are_taken_where_free_as_a_live_slurm_takes_them(tmp_
     assert len(pairs) == 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs
 
 
+@pytest.mark.parametrize(("case", "within"), [("shared", 60), ("requests", 300), ("spread", 180)])
+def test_the_simulation_counts_gpus_on_shared_nodes_too(tmp_path, case, within):
+    """The simulation (``plan=simulate``), which the forecast with ``--history`` runs with the
+    learned run times, holds a running job's GPUs until its end and starts a GPU job on a
+    shared node only where the GPUs it asks are free for its whole run. On the GPU-bound
+    captures above it counted cores alone: 7 of the 10 pending jobs started at once, 9 of them
+    3.5 to 8 minutes before Slurm's ``StartTime``. Now none starts at once, and each lies within
+    ``within`` seconds of Slurm's estimate: on ``shared`` all three within a minute; on the
+    others Slurm's order of two jobs differs, and ``--gpus=4`` over two nodes is spread evenly
+    (2 + 2, where Slurm took 3 + 1)."""
+    pairs = _forecasts_against_slurm(tmp_path, GPUS / case, "--set", "plan=simulate")
+    now = int((GPUS / case / "at").read_text())
+    assert len(pairs) >= 3 and all(abs(mine - slurms) <= within for mine, slurms in pairs.values()), pairs
+    assert not any(mine < slurms and mine <= now + 60 for mine, slurms in pairs.values()), pairs
+
+
 MEMORY = ROOT / "tests" / "data" / "slurm" / "memory"
 
 
@@ -805,6 +822,24 @@ def test_memory_on_shared_nodes_is_counted_as_a_live_slurm_with_cr_core_memory_c
     to the second (counting cores alone was 2.6 to 5 minutes early on 8 of the 9)."""
     pairs = _forecasts_against_slurm(tmp_path, MEMORY / case)
     assert len(pairs) == 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs
+
+
+def test_the_simulation_counts_memory_on_shared_nodes_too(tmp_path):
+    """With ``consumable_memory=yes`` the simulation (``plan=simulate``, what the forecast with
+    ``--history`` runs) holds a running job's memory until its end and starts a job on a shared
+    node only where the memory it asks (per node, or per CPU times its cores there) is free for
+    its whole run. On the three memory-bound captures above it counted cores alone and started
+    all 9 pending jobs at once, 1.5 to 11.5 minutes before Slurm's ``StartTime``; now none
+    starts at once, 5 are within a minute of it and every one within 6 minutes (the simulation
+    backfills one job that Slurm's plan puts later, and holds a job asking memory per CPU to
+    its cores per node)."""
+    errors = []
+    for case in ("per-node", "default-per-cpu", "per-cpu"):
+        pairs = _forecasts_against_slurm(tmp_path, MEMORY / case, "--set", "plan=simulate")
+        now = int((MEMORY / case / "at").read_text())
+        assert not any(mine <= now + 60 for mine, _ in pairs.values()), (case, pairs)
+        errors += [mine - slurms for mine, slurms in pairs.values()]
+    assert len(errors) == 9 and max(map(abs, errors)) <= 360 and sum(abs(e) <= 60 for e in errors) >= 5, errors
 
 
 def test_memory_is_a_consumable_only_where_slurm_counts_it():

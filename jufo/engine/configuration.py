@@ -53,8 +53,9 @@ OPTIONAL: dict[str, str] = {
                             "bf_min_age_reserve)",
     "plan_part_count_reserve": "plan=slurm reserves for at most this many jobs of one partition "
                                "(Slurm's bf_job_part_count_reserve)",
-    "consumable_memory": "yes: plan=slurm counts memory on shared nodes as cores are counted (Slurm's "
-                         "SelectTypeParameters=CR_*_Memory); no (default): a job only needs a node that has its memory",
+    "consumable_memory": "yes: memory on shared nodes is counted as cores are counted, by Slurm's plan "
+                         "(plan=slurm) and the simulation (Slurm's SelectTypeParameters=CR_*_Memory); no "
+                         "(default): a job only needs a node that has its memory",
     "plan_array_resv": "plan=slurm plans at most this many waiting tasks of one job array in its pass, each "
                        "holding its nodes (Slurm's bf_max_job_array_resv; default 20)",
     "resolution": "seconds of the planning grid (Slurm's bf_resolution): a job starts, or is planned, only where "
@@ -115,7 +116,7 @@ class Configuration:
     plan_time: int | None = None  # epoch second of the batch system's last plan, if known
     plan_limits: PlanLimits = field(default_factory=PlanLimits)  # what Slurm's pass tests and reserves
     plan_array_resv: int = ARRAY_RESV  # waiting tasks of one array plan=slurm plans (bf_max_job_array_resv)
-    consumable_memory: bool = False  # plan=slurm counts memory on shared nodes (CR_*_Memory)
+    consumable_memory: bool = False  # memory on shared nodes is counted (CR_*_Memory)
 
     @classmethod
     def read(cls, settings: dict[str, str], label: str, jobs: list[Job], report: Report) -> Configuration | None:
@@ -197,7 +198,8 @@ class Configuration:
         """The SystemState factory."""
         if self.state == "AttributeState":
             return AttributeState(machine, queues)
-        return NodeState(machine, queues, sharing=self.sharing, allocation=self.allocation)
+        return NodeState(machine, queues, sharing=self.sharing, allocation=self.allocation,
+                         memory=self.consumable_memory)
 
     def make_simulation(self, state: SystemState, epoch: int, report: Report) -> Simulation:
         """The Simulation for the configured algorithm, with its JobSorter."""

@@ -91,6 +91,16 @@ class Job:
     switch_wait: int = 0  # ... until this long after its arrival, then anywhere
 
     @property
+    def gpus_each(self) -> int:
+        """GPUs the job asks (or holds) on each of its nodes, as the simulation counts them:
+        those asked for the whole job (``--gpus``) spread evenly over its nodes.
+
+        >>> Job("1", 0, {}, "Idle", nodes=2, gpus_per_node=1, gpus_per_job=3).gpus_each
+        2
+        """
+        return -(-self.gpus_per_job // max(self.nodes, 1)) if self.gpus_per_job else self.gpus_per_node
+
+    @property
     def switches_until(self) -> int | None:
         """Until when the job asks for at most ``switches`` leaf switches (seconds from time zero)."""
         return None if self.switches is None else self.arrival + self.switch_wait

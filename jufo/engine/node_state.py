@@ -191,7 +191,7 @@ class NodeState(SystemState):
     ALLOCATIONS = ("lowest", "bestfit", "contiguous", "latest_released")
 
     def __init__(self, machine: Machine, queues: dict[str, Queue], sharing: bool = True,
-                 allocation: str = "lowest") -> None:
+                 allocation: str = "lowest", memory: bool = False) -> None:
         self.sharing = sharing
         self.allocation = allocation
         super().__init__(machine, queues)
@@ -222,6 +222,11 @@ class NodeState(SystemState):
         self.held: dict[Allocation, list[int]] = {}  # units of each counted allocation (``_units_of``)
         # allocations on nodes where a queue may use only part of the cores: (queue, node) → allocs
         self.on_restricted: dict[tuple[str, int], set[Allocation]] = {}
+        # where jobs share nodes, what they hold on a node besides cores: GPUs, and memory
+        # where the site counts it (``memory``, Slurm's CR_Core_Memory); see ``Consumable``
+        self.memory = memory
+        self.extras = [c for c in (Consumable.gpus(machine), Consumable.memory(machine) if memory else None)
+                       if c is not None] if sharing else []
 
     def exceeds(self, job: Job) -> str | None:
         m = self.machine
@@ -261,8 +266,9 @@ class NodeState(SystemState):
     def _per_node(self, job: Job) -> tuple:
         if job.switches is not None and self.machine.has_switches:  # comparable only with the same ask
             return (job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed, job.switches,
-                    job.switches_until)
-        return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed
+                    job.switches_until, *(c.asked(job) for c in self.extras))
+        return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed, *(
+            c.asked(job) for c in self.extras)
 
     def size_bound(self) -> int:
         """Nodes with at least one free core.  O(1) big-int popcount."""
@@ -295,9 +301,10 @@ class NodeState(SystemState):
         unplanned and planned again unless it moves: O(releases before ``alloc.start``) set
         operations. After a look that found nothing, the next stops where the last interval
         given back since then ends (see ``Freed``; KTH with node sets, conservative, real run
-        times: 7 % faster). Start windows and per-node queue shares (which count the planned
-        allocations themselves) take the general path."""
-        if allowed is not None or (self.sharing and self.machine.restricted(job.queue)):
+        times: 7 % faster). Start windows, per-node queue shares and GPUs or memory on shared
+        nodes (which count the planned allocations themselves) take the general path."""
+        if allowed is not None or (self.sharing and self.machine.restricted(job.queue)) or any(
+                c.asked(job) for c in self.extras):
             return super().earlier(job, alloc, horizon, allowed)
         limited = self.limits.active
         mark, below = self.freed.mark, NEVER
@@ -605,9 +612,10 @@ class NodeState(SystemState):
     def confined(self, resources: NodeCores, start: int, end: int) -> tuple[NodeState, list]:
         """A state with only ``resources``, usable only during ``[start, end)``: a reservation's
         own, for the jobs bound to it. Running jobs on those cores appear in it as shadows,
-        returned as (running allocation, shadow) pairs so their ends can be passed on."""
+        returned as (running allocation, shadow) pairs so their ends can be passed on (a
+        shadow holds cores only: the GPUs and memory of jobs running there are not counted)."""
         shape = self.machine.shape
-        sub = NodeState(self.machine, self.queues, self.sharing, self.allocation)
+        sub = NodeState(self.machine, self.queues, self.sharing, self.allocation, self.memory)
         sub.free = resources.copy()
         shadows = []
         for alloc in list(self.running):
@@ -655,13 +663,19 @@ class NodeState(SystemState):
         return self._take_nodes(job, avail, chosen_nodes)
 
     def _partial(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> list[int]:
-        """Partly free nodes of ``avail`` where ``job`` fits (enough free cores, eligible, and
-        room in the queue's share of a restricted node), unsorted."""
+        """Partly free nodes of ``avail`` where ``job`` fits (enough free cores, eligible, room
+        in the queue's share of a restricted node, and the GPUs and memory it asks free),
+        unsorted."""
         c = job.cores_per_node
         restricted = self.machine.restricted(job.queue)
-        return [n for n, mask in avail.part.items()
-                if mask.bit_count() >= c and (eligible >> n) & 1
-                and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)]
+        found = [n for n, mask in avail.part.items()
+                 if mask.bit_count() >= c and (eligible >> n) & 1
+                 and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)]
+        for extra in self.extras:
+            need = extra.asked(job)
+            if need:
+                found = [n for n in found if extra.room(n, t, end, self.machine.shape) >= need]
+        return found
 
     def _candidates(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> int:
         """Mask of the nodes ``job`` could take in ``avail``: whole free ones and partly free ones."""
@@ -767,13 +781,18 @@ class NodeState(SystemState):
         return resources.core_count(self.machine.shape, self.machine.cores_each)
 
     def _track(self, alloc: Allocation, add: bool) -> None:
-        restricted = self.machine.restricted(alloc.queue)
-        if not restricted or not self.sharing:
+        """File (``add``) or drop ``alloc`` where per-node room is counted: the queue's share
+        of a restricted node, and the GPUs and memory of a shared node."""
+        if not self.sharing:
             return
-        for n in bits_of(alloc.resources.node_mask()):
-            if n in restricted:
-                group = self.on_restricted.setdefault((alloc.queue, n), set())
-                group.add(alloc) if add else group.discard(alloc)
+        restricted = self.machine.restricted(alloc.queue)
+        if restricted:
+            for n in bits_of(alloc.resources.node_mask()):
+                if n in restricted:
+                    group = self.on_restricted.setdefault((alloc.queue, n), set())
+                    group.add(alloc) if add else group.discard(alloc)
+        for extra in self.extras:
+            extra.track(alloc, add)
 
     def insert(self, alloc: Allocation, planned: Allocation | None = None) -> None:
         if planned is not None:
@@ -908,3 +927,86 @@ class NodeState(SystemState):
     def used_now(self, resources: NodeCores) -> NodeCores:
         """The part of ``resources`` that is not free now (for overlapping running jobs)."""
         return resources.difference(self.free, self.machine.shape)
+
+
+class Consumable:
+    """A per-node resource besides cores that jobs sharing a node hold (GPUs, memory): each
+    node's amount, and the allocations holding some of it on each node. A partly used node
+    takes a job only with what the job asks of it free for the job's whole run (``room``); a
+    node free of jobs has all of it free, since every job holds cores where it holds anything.
+
+    >>> from .node import Node
+    >>> machine = Machine([Node(0, "n0", "n0", 8, None, True, 4)])
+    >>> gpus = Consumable.gpus(machine)
+    >>> job = Job("1", 0, {}, "Running", gpus_per_node=3)
+    >>> gpus.track(Allocation(0, 100, NodeCores(0, {0: 0b1}), 1, "", "", job), True)
+    >>> gpus.room(0, 50, 150, machine.shape), gpus.room(0, 100, 200, machine.shape)
+    (1, 4)
+    """
+
+    def __init__(self, capacity: dict[int, int], asked: Callable[[Job], int],
+                 held: Callable[[Allocation, int, list[int]], int]) -> None:
+        self.capacity = capacity  # node → its amount (nodes without any: not counted)
+        self.asked = asked  # what a job asks on each of its nodes
+        self.held = held  # what an allocation holds on a node (given the machine's shape)
+        self.holders: dict[int, set[Allocation]] = {}
+
+    @classmethod
+    def gpus(cls, machine: Machine) -> Consumable | None:
+        """The GPUs of the machine's nodes (None: no node has any): a job holds
+        ``Job.gpus_each`` on each of its nodes."""
+        capacity = {n.index: n.gpus for n in machine.nodes if n.gpus}
+        return cls(capacity, _gpus_asked, lambda alloc, n, shape: _gpus_asked(alloc.job)) if capacity else None
+
+    @classmethod
+    def memory(cls, machine: Machine) -> Consumable | None:
+        """The MB of memory of the nodes that give it (None: none does): a job holds what it
+        asks per node (``memory``), else per CPU (``mempercpu``) times its cores there."""
+        capacity = {n.index: n.memory for n in machine.nodes if n.memory}
+        return cls(capacity, _memory_asked, _memory_held) if capacity else None
+
+    def track(self, alloc: Allocation, add: bool) -> None:
+        """File (``add``) or drop an allocation on the nodes it holds some on.  O(its nodes)."""
+        if alloc.job is None or not self.asked(alloc.job):
+            return
+        for n in bits_of(alloc.resources.node_mask()):
+            if n in self.capacity:
+                group = self.holders.setdefault(n, set())
+                group.add(alloc) if add else group.discard(alloc)
+
+    def room(self, node: int, t: int, end: int, shape: list[int]) -> float:
+        """What is free on ``node`` at every instant of ``[t, end)``: its amount less the most
+        that running and planned allocations hold there at once (nodes that give no amount:
+        unbounded).  O(m log m), m allocations holding some on the node."""
+        if node not in self.capacity:
+            return NEVER
+        allocs = self.holders.get(node)
+        if not allocs:
+            return self.capacity[node]
+        return self.capacity[node] - peak(allocs, t, max(end, t + 1), lambda a: self.held(a, node, shape))
+
+
+def _gpus_asked(job: Job | None) -> int:
+    """GPUs a job asks (or holds) on each of its nodes (an advance reservation: none)."""
+    return 0 if job is None else job.gpus_each
+
+
+def _mem_per_cpu(job: Job) -> int:
+    """MB a job asks per CPU (``mempercpu``), 0 where not given or unreadable."""
+    raw = job.data.get("mempercpu", "").strip()
+    return int(raw) if raw.isdigit() else 0
+
+
+def _memory_asked(job: Job | None) -> int:
+    """MB a job asks on each of its nodes: per node, else per CPU times its cores per node."""
+    if job is None:
+        return 0
+    return job.memory or _mem_per_cpu(job) * job.cores_per_node
+
+
+def _memory_held(alloc: Allocation, node: int, shape: list[int]) -> int:
+    """MB an allocation holds on ``node``: its job's per node, else per CPU times its cores there."""
+    job = alloc.job
+    if job is None:
+        return 0
+    return job.memory or _mem_per_cpu(job) * alloc.resources.mask(node, shape).bit_count()

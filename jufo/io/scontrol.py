@@ -754,8 +754,8 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
     if "MEMORY" in select_params and select != "select/linear":
         settings["consumable_memory"] = "yes"
         notes.append(f"SelectTypeParameters={select_params}: Slurm's own estimate (the walltime-only forecast) "
-                     "counts memory on shared nodes; the simulation (the forecast with a history) only asks that "
-                     "a node has the memory a job needs")
+                     "counts memory on shared nodes, and so does the simulation (the forecast with a history), "
+                     "which holds a job asking memory per CPU to its cores per node")
     prio = config.get("PriorityType", "")
     if prio == "priority/basic":
         settings["system_sysprio"] = "-DATEqueuedate"
