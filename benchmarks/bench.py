@@ -49,6 +49,8 @@ class Shape:
     plan: str = "simulate"  # ``slurm``: the walltime-only forecast is Slurm's backfill plan (``bf_resolution`` 60 s)
     replan: str = "no"  # ``yes``: reservations made anew at every early end, as Slurm's backfill (``jufo slurm config``)
     formula: str | None = None  # ``system_sysprio``; one with AGE reorders the queue at every event
+    waiting_tasks: int | None = None  # cores per node of every waiting job (None: mostly whole nodes)
+    gpus: int = 0  # GPUs per node; half the waiting jobs ask one on each of their nodes
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -86,7 +88,7 @@ def generate(shape: Shape) -> bytes:
         node_queue += [q] * (bounds[q + 1] - bounds[q])
     for i in range(shape.nodes):
         classes = f"({names[node_queue[i]]},{shape.cores})" if shape.queues > 1 else None
-        data = {"ncores": str(shape.cores)}
+        data = {"ncores": str(shape.cores), **({"gpus": str(shape.gpus)} if shape.gpus else {})}
         if classes:
             data["avail_classes"] = classes
         objects.append((f"n{i:06d}", "node", data))
@@ -94,6 +96,7 @@ def generate(shape: Shape) -> bytes:
         objects.append((name, "queue", {"maxjobsperuser": str(shape.per_user)} if q == 0 and shape.per_user else {}))
 
     n_running = int(shape.jobs * shape.running_share)
+    asks = random.Random(shape.seed + 7)  # its own draws: the other cases stay as they were
     free = {q: list(range(bounds[q], bounds[q + 1])) for q in range(shape.queues)}
     for j in range(shape.jobs):
         q = 0 if shape.queues == 1 or rng.random() < 0.9 else rng.randint(1, shape.queues - 1)
@@ -116,6 +119,10 @@ def generate(shape: Shape) -> bytes:
             data["nodelist"] = "".join(f"(n{i:06d},{tasks})" for i in placed)
         else:
             data["state"] = "Idle"
+            if shape.waiting_tasks:
+                data["taskspernode"], data["totalcores"] = str(shape.waiting_tasks), str(nodes * shape.waiting_tasks)
+            if shape.gpus and asks.random() < 0.5:
+                data["totalgpus"] = str(nodes)
         objects.append((f"j{j:06d}", "job", data))
     if shape.array:
         objects.append(("array", "job", {
@@ -134,6 +141,10 @@ AGE_FORMULA = "1000 * min(AGE, 604800) / 604800 + 1000 * (nummachines / 3290 + t
 CASES: dict[str, Shape] = {
     "juropa": Shape(),
     "juropa-conservative": Shape(maxtopdogs="all"),
+    # shared nodes, every waiting job on a quarter of each node's cores; with 2 GPUs a node, half
+    # of them asking one on each node (the GPUs run out before the cores)
+    "juropa-shared": Shape(node_sharing="yes", waiting_tasks=2),
+    "juropa-gpus": Shape(node_sharing="yes", waiting_tasks=2, gpus=2),
     "large": Shape(nodes=160_000, cores=48, jobs=20_000),
     "large-conservative": Shape(nodes=160_000, cores=48, jobs=20_000, maxtopdogs="all"),
     "juropa-array": Shape(array=5000),  # a 5,000-task array throttled to 10 (``%10``) in the queue

@@ -6,7 +6,7 @@ resources given back (``Freed``)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from heapq import merge
 from itertools import islice
 from math import isqrt
@@ -649,33 +649,45 @@ class NodeState(SystemState):
             # each eligible node (they have at least ``c``): the lowest ``k`` free ones
             chosen = lightest(avail.full & eligible, k, tiers)
             return None if chosen is None else NodeCores(chosen)
-        partial = sorted(self._partial(job, t, end, avail, eligible))
+        partial = sorted(self._partial(job, t, end, avail, eligible, extras=False))
         whole = lightest(avail.full & eligible, k, tiers)
         if whole is None:
             whole = avail.full & eligible
         if tiers:
             rank = self.machine.weight_rank
-            chosen_nodes = sorted(partial + list(bits_of(whole)), key=lambda n: (rank[n], n))[:k]
+            candidates: Iterable[int] = sorted(partial + list(bits_of(whole)), key=lambda n: (rank[n], n))
         else:
-            chosen_nodes = list(islice(merge(partial, bits_of(whole)), k))
+            candidates = merge(partial, bits_of(whole))
+        needs = self._needs(job)
+        if needs:  # GPUs and memory: looked at on the partly free nodes in turn, until k fit
+            part = avail.part
+            candidates = (n for n in candidates if n not in part or self._extras_fit(needs, n, t, end))
+        chosen_nodes = list(islice(candidates, k))
         if len(chosen_nodes) < k:
             return None
         return self._take_nodes(job, avail, chosen_nodes)
 
-    def _partial(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> list[int]:
+    def _partial(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int,
+                 extras: bool = True) -> list[int]:
         """Partly free nodes of ``avail`` where ``job`` fits (enough free cores, eligible, room
-        in the queue's share of a restricted node, and the GPUs and memory it asks free),
-        unsorted."""
+        in the queue's share of a restricted node, and, with ``extras``, the GPUs and memory it
+        asks free), unsorted."""
         c = job.cores_per_node
         restricted = self.machine.restricted(job.queue)
         found = [n for n, mask in avail.part.items()
                  if mask.bit_count() >= c and (eligible >> n) & 1
                  and (n not in restricted or self._class_room(job.queue, n, t, end) >= c)]
-        for extra in self.extras:
-            need = extra.asked(job)
-            if need:
-                found = [n for n in found if extra.room(n, t, end, self.machine.shape) >= need]
-        return found
+        needs = self._needs(job) if extras else None
+        return [n for n in found if self._extras_fit(needs, n, t, end)] if needs else found
+
+    def _needs(self, job: Job) -> list[tuple[Consumable, int]]:
+        """What ``job`` asks of each consumable besides cores on each of its nodes (those it asks)."""
+        return [(extra, need) for extra in self.extras if (need := extra.asked(job))] if self.extras else []
+
+    def _extras_fit(self, needs: list[tuple[Consumable, int]], node: int, t: int, end: int) -> bool:
+        """Is what ``needs`` asks free on ``node`` throughout ``[t, end)``?"""
+        shape = self.machine.shape
+        return all(extra.fits(node, t, end, need, shape) for extra, need in needs)
 
     def _candidates(self, job: Job, t: int, end: int, avail: NodeCores, eligible: int) -> int:
         """Mask of the nodes ``job`` could take in ``avail``: whole free ones and partly free ones."""
@@ -942,6 +954,8 @@ class Consumable:
     >>> gpus.track(Allocation(0, 100, NodeCores(0, {0: 0b1}), 1, "", "", job), True)
     >>> gpus.room(0, 50, 150, machine.shape), gpus.room(0, 100, 200, machine.shape)
     (1, 4)
+    >>> gpus.fits(0, 50, 150, 2, machine.shape), gpus.fits(0, 100, 200, 2, machine.shape)
+    (False, True)
     """
 
     def __init__(self, capacity: dict[int, int], asked: Callable[[Job], int],
@@ -950,6 +964,8 @@ class Consumable:
         self.asked = asked  # what a job asks on each of its nodes
         self.held = held  # what an allocation holds on a node (given the machine's shape)
         self.holders: dict[int, set[Allocation]] = {}
+        # per node, what is free at an instant (``fits``' first test), until its holders change
+        self.instant: dict[int, dict[int, int]] = {}
 
     @classmethod
     def gpus(cls, machine: Machine) -> Consumable | None:
@@ -973,6 +989,20 @@ class Consumable:
             if n in self.capacity:
                 group = self.holders.setdefault(n, set())
                 group.add(alloc) if add else group.discard(alloc)
+                self.instant.pop(n, None)
+
+    def fits(self, node: int, t: int, end: int, need: int, shape: list[int]) -> bool:
+        """Is ``need`` free on ``node`` throughout ``[t, end)`` (``room``)? What is free at
+        ``t`` alone is asked first and kept until the node's holders change: on a node whose
+        GPUs are all held now, the answer costs a lookup.  O(1) when kept, else as ``room``."""
+        allocs = self.holders.get(node)
+        if not allocs or node not in self.capacity:
+            return self.room(node, t, end, shape) >= need
+        kept = self.instant.setdefault(node, {})
+        now = kept.get(t)
+        if now is None:
+            now = kept[t] = self.capacity[node] - sum(self.held(a, node, shape) for a in allocs if a.start <= t < a.end)
+        return now >= need and self.room(node, t, end, shape) >= need
 
     def room(self, node: int, t: int, end: int, shape: list[int]) -> float:
         """What is free on ``node`` at every instant of ``[t, end)``: its amount less the most
