@@ -30,7 +30,8 @@ CANDIDATE = "whatif-candidate"
 
 @dataclass(frozen=True)
 class Request:
-    """The job asked about: ``nodes`` whole nodes, or ``cores`` cores; ``wall`` seconds."""
+    """The job asked about: ``nodes`` whole nodes, or ``cores`` cores; ``wall`` seconds;
+    ``gpus`` GPUs on each of its nodes."""
 
     wall: int
     nodes: int | None = None
@@ -38,6 +39,7 @@ class Request:
     user: str = "whatif"
     account: str = ""
     qos: str = ""
+    gpus: int = 0
 
 
 @dataclass
@@ -107,7 +109,11 @@ def candidate(snap: Snapshot, request: Request, partition: str, report: Report) 
     if prios:
         data["userprio"] = repr(min(prios))
     reader = JobReader(snap.epoch, snap.machine.max_cores, report, nodes=snap.machine.by_name)
-    return reader.read(LmlObject(CANDIDATE, "job", CANDIDATE, len(snap.jobs), data))
+    job = reader.read(LmlObject(CANDIDATE, "job", CANDIDATE, len(snap.jobs), data))
+    if request.gpus:  # on each of the nodes it gets, as sbatch's --gpus-per-node (--gres=gpu:G)
+        job.gpus_per_node = request.gpus
+        job.data["totalgpus"] = str(job.nodes * request.gpus)
+    return job
 
 
 def waits_for(forecast: Forecast, job: Job) -> str:
@@ -191,7 +197,7 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
 
 
 def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: str, account: str,
-                  qos: str) -> Request:
+                  qos: str, gpus: int = 0) -> Request:
     """The request from sbatch's flags; InputError naming the flag when it is malformed."""
     from .io.slurm import seconds_of
 
@@ -204,7 +210,7 @@ def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: s
             from None
     if not wall:
         raise InputError("whatif", "-t/--time", time_text, "a limit greater than 0 is needed")
-    return Request(wall, nodes, ntasks, user, account, qos)
+    return Request(wall, nodes, ntasks, user, account, qos, gpus)
 
 
 def sort_answers(rows: list[Answer], by: str) -> list[Answer]:

@@ -89,10 +89,32 @@ def test_what_can_never_run_gets_the_reason_instead_of_a_time(lab, tmp_path):
     (["-N", "1", "-t", "0"], "-t/--time"),
     (["-N", "1", "-t", "3", "-p", "nope"], "-p/--partition"),
     (["-N", "0", "-t", "3"], "--nodes"),
+    (["-N", "1", "-G", "-1", "-t", "3"], "--gpus-per-node"),
 ])
 def test_malformed_requests_are_exit_2_naming_the_flag(lab, args, flag):
     done = run("whatif", lab, *args)
     assert done.exit_code == 2 and flag in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_job_asking_gpus_waits_where_they_are_held(tmp_path):
+    """``-G``/``--gpus-per-node``, on a live Slurm's capture where cores are free on both GPU
+    nodes of ``shared`` but only one GPU is (``tests/data/slurm/gpus/README.md``): one GPU
+    starts now, three wait for the pending job 7 (planned from 20:29:55 on both nodes, 2 GPUs
+    each), in Slurm's plan to its end rounded down to ``bf_resolution`` and in the simulation
+    to its end; five exceed every node."""
+    folder = ROOT / "tests" / "data" / "slurm" / "gpus" / "shared"
+    site, raw = tmp_path / "site.xml", tmp_path / "raw.xml"
+    assert run("slurm", "config", "--from", str(folder), "-o", str(site)).exit_code == 0
+    assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
+    ask = (str(raw), "--config", str(site), "-n", "1", "-t", "5", "-p", "shared")
+    assert [(a["start"], a["reason"]) for a in answers(*ask)] == [("2026-11-28T20:20:19", "starts now")]
+    assert answers(*ask, "-G", "1")[0]["reason"] == "starts now"
+    three = answers(*ask, "-G", "3")[0]
+    assert (three["start"], three["reason"]) == ("2026-11-28T20:35:00", "waits for job 7 to end")
+    assert answers(*ask, "-G", "3", "--set", "plan=simulate")[0]["start"] == "2026-11-28T20:35:55"
+    assert answers(*ask, "-G", "5")[0]["reason"].startswith("ExceedsSystem: asks 1 nodes with 1 cores and 5 GPUs")
+    done = run("whatif", *ask, "-G", "3", "--json")
+    assert conforms(done.stdout, "whatif")["request"]["gpus_per_node"] == 3
 
 
 def test_two_systems_side_by_side(lab, tmp_path):
