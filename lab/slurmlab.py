@@ -470,6 +470,17 @@ def shaped(jobs: list[Submit], lab: Lab) -> list[Submit]:
     return out
 
 
+def gpu_bound(jobs: list[Submit], share: float) -> list[Submit]:
+    """A ``share`` of the core-shared partition's jobs (chosen by their trace number) asking a
+    GPU on their node (``--gres=gpu:1``), as at a GPU site, where the GPUs run out before the
+    cores do."""
+    for job in jobs:
+        if job.partition == "shared" and not job.array and not job.trace_id.startswith("chain") \
+                and random.Random(f"gpu{job.trace_id}").random() < share:
+            job.extra = [e for e in job.extra if not e.startswith("--gres")] + ["--gres=gpu:1"]
+    return jobs
+
+
 def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: int,
              cancel: float = 0.0) -> list[Submit]:
     """``jobs`` consecutive usable jobs of ``trace`` after ``skip``: submit times divided by
@@ -645,6 +656,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gpu-nodes", type=int, default=0, help="with --gpus: only N nodes have them, the first (of "
                    "the shared partition with --partitions mixed); 0: all")
     p.add_argument("--gpu-weight", type=int, default=1, help="with --gpus: the Weight of the nodes with GPUs")
+    p.add_argument("--gpu-jobs", type=float, default=0.0, metavar="SHARE",
+                   help="with --gpus and --partitions mixed: this share of the shared partition's jobs asks "
+                        "--gres=gpu:1")
     p.add_argument("--shapes", action="store_true", help="with --partitions mixed: shared jobs asked as users write "
                    "them (--ntasks-per-node, -c 2, --mincpus, --gres=gpu:1 with --gpus, --mem-per-cpu=300 with --memory)")
     p.add_argument("--memory", action="store_true",
@@ -691,6 +705,8 @@ def main(argv: list[str] | None = None) -> None:
             jobs = mixed(jobs, lab)
             if lab.shapes:
                 jobs = shaped(jobs, lab)
+            if args.gpu_jobs and lab.gpus:
+                jobs = gpu_bound(jobs, args.gpu_jobs)
             span = max((j.at for j in jobs), default=0)
             maintenance = (span * 0.6, 5, hostlist(lab.nodes // 2 + 1, lab.nodes))
         (lab.dir / "workload.json").write_text(json.dumps([j.__dict__ for j in jobs]))

@@ -22,3 +22,22 @@ def test_fair_share_usage_decays_with_the_half_life_asked_in_lab_minutes():
     assert "PriorityDecayHalfLife=0-01:41:00" in _conf(priority="fairshare", halflife=101)
     assert "PriorityDecayHalfLife=1-00:01:00" in _conf(priority="fairshare", halflife=1441)
     assert not any(line.startswith("PriorityDecayHalfLife") for line in _conf(priority="multifactor"))
+
+
+def test_gpu_jobs_are_a_share_of_the_shared_partitions_jobs_chosen_by_trace_number():
+    """``--gpu-jobs SHARE``: that share of the shared partition's jobs asks ``--gres=gpu:1``
+    (replacing a GPU ask ``--shapes`` gave), the same jobs every time; the exclusive
+    partition's jobs, the array and the dependency chain ask none."""
+    def jobs() -> list:
+        out = [slurmlab.Submit(k, "u", 1, 5, 60, "shared", 2, str(k)) for k in range(400)]
+        out[0].extra = ["--gres=gpu:2"]
+        out += [slurmlab.Submit(1, "u", 2, 5, 60, "batch", trace_id="b"),
+                slurmlab.Submit(1, "u", 1, 2, 70, "shared", tasks=2, trace_id="array", array="1-8%2"),
+                slurmlab.Submit(1, "u", 2, 3, 100, "batch", trace_id="chain0")]
+        return out
+
+    first, again = slurmlab.gpu_bound(jobs(), 0.6), slurmlab.gpu_bound(jobs(), 0.6)
+    asking = [j.trace_id for j in first if "--gres=gpu:1" in j.extra]
+    assert asking == [j.trace_id for j in again if "--gres=gpu:1" in j.extra]
+    assert 0.55 * 400 <= len(asking) <= 0.65 * 400 and not {"b", "array", "chain0"} & set(asking)
+    assert first[0].extra == (["--gres=gpu:1"] if "0" in asking else ["--gres=gpu:2"])
