@@ -672,6 +672,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"slurmlab: --bf {args.bf!r}: not a comma list of bf_NAME=NUMBER")
     if args.halflife < 1:
         raise SystemExit(f"slurmlab: --halflife {args.halflife}: at least one minute")
+    if not 0 <= args.gpu_jobs <= 1:
+        raise SystemExit(f"slurmlab: --gpu-jobs {args.gpu_jobs}: a share from 0 to 1")
+    if args.gpu_jobs and not (args.gpus and args.partitions == "mixed"):
+        raise SystemExit("slurmlab: --gpu-jobs needs --gpus and --partitions mixed (its jobs are the shared partition's)")
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
         return

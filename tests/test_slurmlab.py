@@ -41,3 +41,14 @@ def test_gpu_jobs_are_a_share_of_the_shared_partitions_jobs_chosen_by_trace_numb
     assert asking == [j.trace_id for j in again if "--gres=gpu:1" in j.extra]
     assert 0.55 * 400 <= len(asking) <= 0.65 * 400 and not {"b", "array", "chain0"} & set(asking)
     assert first[0].extra == (["--gres=gpu:1"] if "0" in asking else ["--gres=gpu:2"])
+
+
+def test_a_gpu_share_out_of_range_or_without_gpus_is_refused_before_anything_starts(tmp_path):
+    import pytest
+
+    for args, says in ((["--gpu-jobs", "2"], "a share from 0 to 1"),
+                       (["--gpu-jobs", "0.5"], "needs --gpus and --partitions mixed"),
+                       (["--gpu-jobs", "0.5", "--gpus", "1"], "needs --gpus and --partitions mixed")):
+        with pytest.raises(SystemExit, match=says):
+            slurmlab.main(["run", "trace.swf", "--dir", str(tmp_path / "lab"), *args])
+    assert not (tmp_path / "lab").exists()
