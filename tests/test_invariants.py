@@ -54,7 +54,9 @@ def settings_all():
                 yield {**settings, "system_state": state, "node_sharing": sharing}
 
 
-def random_snapshot(seed: int) -> tuple[bytes, dict]:
+def random_snapshot(seed: int, extras: bool = False) -> tuple[bytes, dict]:
+    """A random snapshot; with ``extras``, nodes with GPUs and memory, and jobs asking them
+    (running ones within what their node has), from a stream of their own."""
     rng = random.Random(seed)
     nodes = {}
     for i in range(rng.randint(1, 5)):
@@ -71,6 +73,7 @@ def random_snapshot(seed: int) -> tuple[bytes, dict]:
     jobs = {}
     max_cores = max(n["ncores"] for n in nodes.values())
     room = [n["ncores"] for n in nodes.values()]  # running jobs must fit, as on a real machine
+    placed: dict[str, int] = {}  # running job → its node
     for i in range(rng.randint(0, 4)):
         wall = rng.randint(1, 60)
         cores = rng.randint(1, max_cores)
@@ -78,6 +81,7 @@ def random_snapshot(seed: int) -> tuple[bytes, dict]:
         if node is None:
             continue
         room[node] -= cores
+        placed[f"r{i}"] = node
         jobs[f"r{i}"] = {"state": "Running", "owner": "r", "queue": "run", "wall": wall,
                          "queuedate": format_date(EPOCH - 500, "%m/%d/%y-%H:%M:%S"),
                          "dispatchdate": format_date(EPOCH - rng.randint(0, wall), "%m/%d/%y-%H:%M:%S"),
@@ -100,6 +104,22 @@ def random_snapshot(seed: int) -> tuple[bytes, dict]:
         for job in jobs.values():
             if early.random() < 0.6:
                 job["actualruntime"] = early.randint(0, int(job["wall"]))
+    if extras:
+        more = random.Random(seed * 15485863 + 5)
+        gpus = [more.choice([0, 1, 2, 4]) for _ in nodes]
+        memory = [more.choice([1000, 2000]) for _ in nodes]
+        for k, data in enumerate(nodes.values()):
+            data["gpus"], data["availmem"] = gpus[k], memory[k]
+        for name, job in jobs.items():
+            cap = (gpus[placed[name]], memory[placed[name]]) if name in placed else (max(gpus), max(memory))
+            if cap[0] and more.random() < 0.6:
+                job["totalgpus"] = more.randint(1, cap[0]) * int(job["nummachines"])
+                if name in placed:
+                    gpus[placed[name]] -= int(job["totalgpus"])
+            if cap[1] >= 100 and more.random() < 0.5:
+                job["memory"] = more.randint(1, cap[1] // 100) * 100
+                if name in placed:
+                    memory[placed[name]] -= int(job["memory"])
     reservations = {}
     if rng.random() < 0.3:
         name = rng.choice(list(nodes))
@@ -549,3 +569,29 @@ def test_slurms_limits_change_starts_in_random_snapshots():
             settings = {"scheduling_algorithm": "Backfilling", "replan": "yes", "maxtopdogs": "all", "node_sharing": "yes"}
             changed += run(raw, {**settings, **limits})[1] != run(raw, settings)[1]
         assert changed >= 3, (limits, changed)
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("JUFO_SEEDS", "60"))))
+def test_no_node_gives_more_gpus_or_memory_than_it_has(seed):
+    """On shared nodes with GPUs and memory (``consumable_memory=yes``), under every policy:
+    at no instant do the jobs on a node hold more GPUs or memory than it has (running jobs
+    included, each holding its own until its end), besides every property above."""
+    raw, queues = random_snapshot(seed, extras=True)
+    for full in settings_all():
+        if full["system_state"] != "NodeState" or full["node_sharing"] != "yes":
+            continue
+        full = {**full, "consumable_memory": "yes"}
+        forecast, out = run(raw, full)
+        check(forecast, queues, full)
+        assert run(raw, full)[1] == out
+        machine = forecast.snapshot.machine
+        spans = [(0 if j.running else j.start, j.end, j) for j in forecast.jobs
+                 if j.running or j.start is not None]
+        for node in machine.nodes:
+            on = [(s, e, j) for s, e, j in spans if e > s and j.resources.mask(node.index, machine.shape)]
+            for t in sorted({s for s, _, _ in on}):
+                now = [j for s, e, j in on if s <= t < e]
+                held = sum(j.gpus_each for j in now)
+                assert held <= node.gpus, (full, node.name, t, [(j.id, j.gpus_each) for j in now])
+                mb = sum(j.memory for j in now)
+                assert node.memory is None or mb <= node.memory, (full, node.name, t, mb)
