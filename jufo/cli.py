@@ -1108,6 +1108,10 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
 @click.option("-n", "--ntasks", type=click.IntRange(min=1), default=None, help="Cores (one per task, as sbatch -n).")
 @click.option("-G", "--gpus-per-node", "gpus", type=click.IntRange(min=0), default=0, metavar="G",
               help="GPUs on each of its nodes (as sbatch --gpus-per-node=G or --gres=gpu:G).")
+@click.option("--mem", "memory", default=None, metavar="MB",
+              help="Memory on each of its nodes (as sbatch --mem: MB, or with a K/M/G/T unit); default: the "
+                   "partition's, where Slurm counts memory.")
+@click.option("--mem-per-cpu", "memory_per_cpu", default=None, metavar="MB", help="Memory per core (as sbatch).")
 @click.option("-t", "--time", "time_text", required=True, metavar="LIMIT",
               help="The time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (sbatch's forms).")
 @click.option("-p", "--partition", default=None, metavar="P,...", help="Partitions to ask (default: every one).")
@@ -1132,7 +1136,8 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
 @guarded
 @_needs_stdout
-def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, gpus: int, time_text: str,
+def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, gpus: int, memory: str | None,
+           memory_per_cpu: str | None, time_text: str,
            partition: str | None, user: str, account: str, qos: str, systems: tuple[str, ...],
            configs: tuple[str, ...], overrides: tuple[str, ...], histories: tuple[str, ...], coverage: float,
            by: str, with_test_only: bool, as_json: bool) -> None:
@@ -1144,7 +1149,7 @@ def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, 
     from .io.dates import format_date
     from .views.show import ISO
 
-    request = wi.parse_request(nodes, ntasks, time_text, user, account, qos, gpus)
+    request = wi.parse_request(nodes, ntasks, time_text, user, account, qos, gpus, memory, memory_per_cpu)
     sets: list[tuple[str | None, list[str]]] = [(None, list(input_paths))] if input_paths else []
     for spec in systems:
         name, sep, files = spec.partition("=")
@@ -1189,7 +1194,8 @@ def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, 
     if as_json:
         click.echo(json_text("whatif", {
             "request": {"wall": request.wall, "nodes": request.nodes, "cores": request.cores,
-                        "gpus_per_node": request.gpus, "user": request.user},
+                        "gpus_per_node": request.gpus, "memory": request.memory,
+                        "memory_per_cpu": request.memory_per_cpu, "user": request.user},
             "answers": [{"system": a.system, "partition": a.partition, "start": iso(a.start), "end": iso(a.end),
                          "start_wall": iso(a.start_wall), "start_lo": iso(a.start_lo), "start_hi": iso(a.start_hi),
                          "coverage": a.coverage, "reason": a.reason,

@@ -31,7 +31,7 @@ CANDIDATE = "whatif-candidate"
 @dataclass(frozen=True)
 class Request:
     """The job asked about: ``nodes`` whole nodes, or ``cores`` cores; ``wall`` seconds;
-    ``gpus`` GPUs on each of its nodes."""
+    ``gpus`` GPUs on each of its nodes; memory on each node or per core."""
 
     wall: int
     nodes: int | None = None
@@ -40,6 +40,8 @@ class Request:
     account: str = ""
     qos: str = ""
     gpus: int = 0
+    memory: int | None = None  # MB on each node (--mem); None: the partition's default
+    memory_per_cpu: int | None = None  # MB per core (--mem-per-cpu)
 
 
 @dataclass
@@ -91,8 +93,11 @@ def never(snap: Snapshot, queue_data: dict[str, dict[str, str]], partition: str,
     return None
 
 
-def candidate(snap: Snapshot, request: Request, partition: str, report: Report) -> Job:
-    """The request as a job waiting since the snapshot's time, read as any job is."""
+def candidate(snap: Snapshot, request: Request, partition: str, report: Report,
+              queue_data: dict[str, dict[str, str]] | None = None) -> Job:
+    """The request as a job waiting since the snapshot's time, read as any job is. Asking no
+    memory, it gets the partition's default (``defmempercpu``, ``defmempernode``: ``jufo slurm
+    snapshot`` writes them where Slurm counts memory), as Slurm gives it."""
     from .io.dates import format_date
 
     data = {"step": CANDIDATE, "name": CANDIDATE, "owner": request.user, "group": request.user,
@@ -104,6 +109,15 @@ def candidate(snap: Snapshot, request: Request, partition: str, report: Report) 
         data.update(numnodes=str(request.nodes), totalcores=str(request.nodes * per_node), exclusive="yes")
     else:
         data.update(totalcores=str(request.cores))
+    defaults = (queue_data or {}).get(partition, {})
+    if request.memory is not None:
+        data["reqmem"] = str(request.memory)
+    elif request.memory_per_cpu is not None:
+        data["mempercpu"] = str(request.memory_per_cpu)
+    elif defaults.get("defmempercpu", "").isdigit():
+        data["mempercpu"] = defaults["defmempercpu"]
+    elif defaults.get("defmempernode", "").isdigit():
+        data["reqmem"] = defaults["defmempernode"]
     prios = [float(j.data["userprio"]) for j in snap.jobs if not j.running and j.data.get("userprio", "")
              .replace(".", "", 1).isdigit()]
     if prios:
@@ -168,7 +182,7 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
         if why is not None:
             out.append(Answer(system, partition, None, None, None, reason=why))
             continue
-        cand = candidate(snap, request, partition, report)
+        cand = candidate(snap, request, partition, report, queue_data)
         if not any(name.startswith("DATE") or name == "userprio" for name in config.formula.names):
             # a formula on Slurm's own scale (priority/multifactor): the priority Slurm would give
             # the candidate now, beside the priorities it gave the waiting jobs (Slurm's plan)
@@ -197,12 +211,21 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
 
 
 def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: str, account: str,
-                  qos: str, gpus: int = 0) -> Request:
+                  qos: str, gpus: int = 0, memory: str | None = None, memory_per_cpu: str | None = None) -> Request:
     """The request from sbatch's flags; InputError naming the flag when it is malformed."""
+    from .engine.node import parse_memory
     from .io.slurm import seconds_of
 
     if (nodes is None) == (ntasks is None):
         raise InputError("whatif", "-N/--nodes or -n/--ntasks", None, "give exactly one of them")
+    if memory is not None and memory_per_cpu is not None:
+        raise InputError("whatif", "--mem or --mem-per-cpu", None, "give at most one of them")
+    amounts: dict[str, int | None] = {}
+    for flag, text in (("--mem", memory), ("--mem-per-cpu", memory_per_cpu)):
+        try:
+            amounts[flag] = None if text is None else parse_memory(text)
+        except ValueError as err:
+            raise InputError("whatif", flag, text, str(err)) from None
     try:
         wall = seconds_of(time_text)
     except ValueError as err:
@@ -210,7 +233,7 @@ def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: s
             from None
     if not wall:
         raise InputError("whatif", "-t/--time", time_text, "a limit greater than 0 is needed")
-    return Request(wall, nodes, ntasks, user, account, qos, gpus)
+    return Request(wall, nodes, ntasks, user, account, qos, gpus, amounts["--mem"], amounts["--mem-per-cpu"])
 
 
 def sort_answers(rows: list[Answer], by: str) -> list[Answer]:

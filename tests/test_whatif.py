@@ -90,6 +90,8 @@ def test_what_can_never_run_gets_the_reason_instead_of_a_time(lab, tmp_path):
     (["-N", "1", "-t", "3", "-p", "nope"], "-p/--partition"),
     (["-N", "0", "-t", "3"], "--nodes"),
     (["-N", "1", "-G", "-1", "-t", "3"], "--gpus-per-node"),
+    (["-N", "1", "--mem", "lots", "-t", "3"], "--mem"),
+    (["-N", "1", "--mem", "1G", "--mem-per-cpu", "100", "-t", "3"], "--mem or --mem-per-cpu"),
 ])
 def test_malformed_requests_are_exit_2_naming_the_flag(lab, args, flag):
     done = run("whatif", lab, *args)
@@ -115,6 +117,29 @@ def test_a_job_asking_gpus_waits_where_they_are_held(tmp_path):
     assert answers(*ask, "-G", "5")[0]["reason"].startswith("ExceedsSystem: asks 1 nodes with 1 cores and 5 GPUs")
     done = run("whatif", *ask, "-G", "3", "--json")
     assert conforms(done.stdout, "whatif")["request"]["gpus_per_node"] == 3
+
+
+def test_a_job_gets_the_partitions_memory_where_slurm_counts_it(tmp_path):
+    """Under ``CR_Core_Memory`` with ``DefMemPerCPU=100`` (``tests/data/slurm/memory/per-node``:
+    the shared partition's two nodes have 100 and 300 of their 1,000 MB free), a job asking no
+    memory gets 100 MB a core, as Slurm gives it (``jufo slurm snapshot`` writes the partition's
+    ``defmempercpu``): 4 cores (400 MB) wait for job 6 to end, where counting none started them
+    at once; ``--mem``, ``--mem-per-cpu`` ask otherwise, and more than a node has never runs."""
+    folder = ROOT / "tests" / "data" / "slurm" / "memory" / "per-node"
+    site, raw = tmp_path / "site.xml", tmp_path / "raw.xml"
+    assert run("slurm", "config", "--from", str(folder), "-o", str(site)).exit_code == 0
+    assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
+    ask = (str(raw), "--config", str(site), "-t", "3", "-p", "shared")
+    now = "2026-11-28T20:44:27"
+    assert answers(*ask, "-n", "2")[0]["start"] == now  # 200 MB: the node with 300 free
+    four = answers(*ask, "-n", "4")[0]
+    assert (four["start"], four["reason"]) == ("2026-11-28T20:59:00", "waits for job 6 to end")
+    assert answers(*ask, "-n", "4", "--mem", "1")[0]["start"] == now
+    assert answers(*ask, "-n", "1", "--mem-per-cpu", "300")[0]["start"] == now
+    assert answers(*ask, "-n", "1", "--mem", "900")[0]["start"] == "2026-11-28T20:59:00"
+    assert answers(*ask, "-n", "1", "--mem", "2G")[0]["reason"].startswith("ExceedsSystem")
+    done = run("whatif", *ask, "-n", "1", "--mem", "1G", "--json")
+    assert conforms(done.stdout, "whatif")["request"]["memory"] == 1024
 
 
 def test_two_systems_side_by_side(lab, tmp_path):

@@ -797,6 +797,11 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
                 data[key.lower()] = str(value)
         data["state"] = part.get("State", "UP")
         data["prioritytier"] = part.get("PriorityTier", "1")
+        if settings.get("consumable_memory") == "yes":  # what a job asking no memory gets (whatif's)
+            for key in ("DefMemPerCPU", "DefMemPerNode"):
+                given = next((v for v in (part.get(key, ""), config.get(key, "")) if v.isdigit()), None)
+                if given is not None:
+                    data[key.lower()] = given
         queues.append((name, data))
     exclusive = [name for name, data in queues if data.get("exclusive") == "yes"]
     if settings["node_sharing"] == "yes":  # known from Slurm: nothing is read off the running jobs
