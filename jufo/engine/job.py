@@ -101,6 +101,17 @@ class Job:
         return -(-self.gpus_per_job // max(self.nodes, 1)) if self.gpus_per_job else self.gpus_per_node
 
     @property
+    def memory_per_cpu(self) -> int:
+        """MB the job asks per CPU (``mempercpu``: Slurm's ``--mem-per-cpu``, or its
+        ``DefMemPerCPU``), 0 where not given or unreadable.
+
+        >>> Job("1", 0, {"mempercpu": "300"}, "Idle").memory_per_cpu, Job("2", 0, {}, "Idle").memory_per_cpu
+        (300, 0)
+        """
+        raw = self.data.get("mempercpu", "").strip()
+        return int(raw) if raw.isdigit() else 0
+
+    @property
     def switches_until(self) -> int | None:
         """Until when the job asks for at most ``switches`` leaf switches (seconds from time zero)."""
         return None if self.switches is None else self.arrival + self.switch_wait

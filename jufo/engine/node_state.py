@@ -1021,17 +1021,11 @@ def _gpus_asked(job: Job | None) -> int:
     return 0 if job is None else job.gpus_each
 
 
-def _mem_per_cpu(job: Job) -> int:
-    """MB a job asks per CPU (``mempercpu``), 0 where not given or unreadable."""
-    raw = job.data.get("mempercpu", "").strip()
-    return int(raw) if raw.isdigit() else 0
-
-
 def _memory_asked(job: Job | None) -> int:
     """MB a job asks on each of its nodes: per node, else per CPU times its cores per node."""
     if job is None:
         return 0
-    return job.memory or _mem_per_cpu(job) * job.cores_per_node
+    return job.memory or job.memory_per_cpu * job.cores_per_node
 
 
 def _memory_held(alloc: Allocation, node: int, shape: list[int]) -> int:
@@ -1039,4 +1033,4 @@ def _memory_held(alloc: Allocation, node: int, shape: list[int]) -> int:
     job = alloc.job
     if job is None:
         return 0
-    return job.memory or _mem_per_cpu(job) * alloc.resources.mask(node, shape).bit_count()
+    return job.memory or job.memory_per_cpu * alloc.resources.mask(node, shape).bit_count()

@@ -724,7 +724,7 @@ def _held(job: Job, machine) -> Held:
     """A running job as the pass sees it: ending at its start plus its limit."""
     cores = {n: mask.bit_count() for n, mask in job.resources.pairs(machine.shape)}
     return Held((job.started or 0) + (job.wall if job.wall > 0 else FOREVER), _mask_of(cores), cores,
-                extra=_extra(job), mem_per_core=_mem_per_cpu(job))
+                extra=_extra(job), mem_per_core=job.memory_per_cpu)
 
 
 def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | frozenset[Job] = frozenset()) -> Plan:
@@ -765,7 +765,7 @@ def _request(job: Job, whole: bool, machine: Machine) -> Request:
     nodes = machine.for_job(job, 1 if whole else None)
     extra = (0, job.memory) if job.gpus_per_job else _extra(job)  # (--gpus: none asked per node)
     return Request(job.nodes, _max_nodes(job, whole, nodes), job.nodes if whole else job.total_cores, whole,
-                   job.wall, extra, _mem_per_cpu(job), _per_task(job), *_per_node(job), only=nodes,
+                   job.wall, extra, job.memory_per_cpu, _per_task(job), *_per_node(job), only=nodes,
                    gpus=job.gpus_per_job)
 
 
@@ -778,11 +778,6 @@ def _count(job: Job, key: str) -> int:
     """A job's whole-number key as Slurm's plan reads it; 0 where not given or unreadable."""
     raw = job.data.get(key, "").strip()
     return int(raw) if raw.isdigit() else 0
-
-
-def _mem_per_cpu(job: Job) -> int:
-    """MB a job asks for each CPU (``mempercpu``, from Slurm's ``--mem-per-cpu``), 0: none."""
-    return _count(job, "mempercpu")
 
 
 def _per_task(job: Job) -> int:
