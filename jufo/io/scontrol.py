@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .hostlist import expand_hostlist
-from .slurm import NODE_SUFFIXES, NO_TIME_LIMIT, node_takes_jobs, seconds_of
+from .slurm import NODE_SUFFIXES, NO_TIME_LIMIT, SLURM_STATES, node_takes_jobs, seconds_of
 
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
 # lines scontrol prints instead of records when there are none
@@ -143,7 +143,7 @@ _NODE_STATES = {  # Slurm's base node state → LLview 2's word
     "REBOOT": "Down", "REBOOT_ISSUED": "Down", "RESERVED": "Running", "UNKNOWN": "Down", "PLANNED": "Idle",
     "INVAL": "Down", "OFFLINE": "Down",
 }
-_JOB_STATES = {
+_JOB_STATES = {  # LLview 2's words; the rest by meaning (slurm.SLURM_STATES: SIGNALING running, ...)
     "PENDING": "Pending", "CONFIGURING": "Pending", "RUNNING": "Running", "SUSPENDED": "Suspended",
     "COMPLETED": "Completed", "COMPLETING": "Completed", "CANCELLED": "Cancelled", "FAILED": "Failed",
     "NODE_FAIL": "Failed", "TIMEOUT": "Failed", "REQUEUED": "Pending", "PREEMPTED": "Failed",
@@ -258,9 +258,36 @@ class SlurmText:
 
 
 def _exclusive_job(record: dict[str, str]) -> bool:
-    """A job that asked for whole nodes (``--exclusive``): ``scontrol show job`` says
-    ``OverSubscribe=NO`` (``USER``/``MCS``/``TOPO``: whole nodes shared with no other user's jobs)."""
+    """A job that holds whole nodes (``--exclusive``, or any job of an exclusive partition).
+    Up to Slurm 25.11 ``scontrol show job`` says ``OverSubscribe=NO`` (``USER``/``MCS``/``TOPO``:
+    whole nodes shared with no other user's jobs; ``OK`` and ``YES``: cores may be shared). From
+    26.05 it prints ``Exclusive=NO|NODE|USER|MCS|TOPO`` beside an ``OverSubscribe=NO|YES|OK``
+    that means oversubscription only, so ``OverSubscribe=NO`` is every ordinary job there.
+
+    >>> _exclusive_job({"OverSubscribe": "NO"}), _exclusive_job({"OverSubscribe": "OK"})
+    (True, False)
+    >>> [_exclusive_job({"OverSubscribe": "NO", "Exclusive": word}) for word in ("NO", "NODE", "USER")]
+    [False, True, True]
+    """
+    if "Exclusive" in record:  # Slurm 26.05 and later
+        return record["Exclusive"].upper() in ("NODE", "USER", "MCS", "TOPO")
     return record.get("OverSubscribe", "").upper() in ("NO", "USER", "MCS", "TOPO")
+
+
+def job_tres(job: dict[str, str]) -> str:
+    """A job's trackable resources as Slurm 22.05 printed them in ``TRES``: what it holds where
+    it holds anything, else what it asks. Slurm 23.02 and later print the two apart,
+    ``ReqTRES`` and ``AllocTRES`` (``(null)`` while the job holds nothing).
+
+    >>> job_tres({"TRES": "cpu=2,node=1"}), job_tres({"ReqTRES": "cpu=2,node=1", "AllocTRES": "(null)"})
+    ('cpu=2,node=1', 'cpu=2,node=1')
+    >>> job_tres({"ReqTRES": "cpu=2,node=1", "AllocTRES": "cpu=4,node=2,gres/gpu=2"}), job_tres({})
+    ('cpu=4,node=2,gres/gpu=2', '')
+    """
+    if "TRES" in job:
+        return job["TRES"]
+    held = job.get("AllocTRES", "")
+    return held if held not in ("", "(null)") else job.get("ReqTRES", "")
 
 
 _STAMPED = re.compile(r"(?:sdiag output at|Last cycle when:)\s+\w{3} (\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4}) "
@@ -425,7 +452,7 @@ def node_gpus(node: dict[str, str]) -> int:
 
 def job_gpus(job: dict[str, str], nodes: int) -> int:
     """A job's GPUs: ``TRES``'s ``gres/gpu=N`` (what it holds, or asks while pending, where the
-    site accounts GPUs), else what a running job holds (``JOB_GRES``: ``gpu:3``,
+    site accounts GPUs; ``job_tres``), else what a running job holds (``JOB_GRES``: ``gpu:3``,
     ``gpu:a100:4``), else what it asks: ``TresPerNode``'s count (``gres:gpu:4``, ``gres/gpu:4``)
     times its nodes, ``TresPerJob``'s (``--gpus``), or ``TresPerTask``'s times its tasks.
 
@@ -438,7 +465,7 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
     >>> job_gpus({"TresPerTask": "cpu=2,gres/gpu=1", "NumTasks": "4"}, 2)
     4
     """
-    tres = _TRES_GPU.search(job.get("TRES", ""))
+    tres = _TRES_GPU.search(job_tres(job))
     if tres:
         return int(tres.group(1))
     held = sum(int(count) for count in _GRES_GPU.findall(job.get("JOB_GRES", "")))
@@ -464,7 +491,8 @@ def _number(text: str) -> int:
 
 
 def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0) -> str:
-    """The fewest nodes a pending job may run on: its requested TRES's ``node=`` (``min_nodes``),
+    """The fewest nodes a pending job may run on: its requested TRES's ``node=`` (``min_nodes``;
+    ``job_tres``),
     raised to what its CPUs and tasks need on the partition's largest node, of ``widest`` CPUs
     and ``memory`` MB (its memory counted where the job asks it per CPU), as Slurm counts them
     where it has tried no allocation (``_pack_default_job_details``). A pending job's NumNodes
@@ -485,7 +513,7 @@ def pending_nodes(job: dict[str, str], shown: str, widest: int, memory: int = 0)
     >>> pending_nodes({}, "2", 4)
     '2'
     """
-    found = _TRES_NODES.search(job.get("TRES", ""))
+    found = _TRES_NODES.search(job_tres(job))
     if not found or not int(found.group(1)):
         return shown
     least, tasks = int(found.group(1)), _number(job.get("NumTasks", ""))
@@ -564,7 +592,8 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
     data: dict[str, str] = {"step": job["JobId"], "name": job.get("JobName", ""), "owner": _user(job.get("UserId", "")),
                             "group": _user(job.get("GroupId", "")), "userprio": job.get("Priority", ""),
                             "account": job.get("Account", ""), "qos": job.get("QOS", ""),
-                            "state": _JOB_STATES.get(state, state.capitalize()), "reason": reason,
+                            "state": _JOB_STATES.get(state, SLURM_STATES.get(state, state.capitalize())),
+                            "reason": reason,
                             "dependency": job.get("Dependency", ""), "restart": job.get("Restarts", "")}
     for key, name in (("RunTime", "runtime"), ("TimeLimit", "wall")):
         raw = job.get(key, "")
@@ -782,7 +811,8 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         if over_sub not in ("NO", "EXCLUSIVE", "YES", "FORCE"):
             raise InputError(f"{partition_name}, line {k + 1}", "OverSubscribe", over_sub,
                              "not NO, EXCLUSIVE, YES or FORCE")
-        if over_sub == "EXCLUSIVE" or settings["node_sharing"] == "no":
+        if over_sub == "EXCLUSIVE" or whole_nodes(part, f"{partition_name}, line {k + 1}") \
+                or settings["node_sharing"] == "no":
             data["exclusive"] = "yes"
         elif over_sub in ("YES", "FORCE"):
             notes.append(f"partition {name}: OverSubscribe={part['OverSubscribe']}: jobs sharing cores is not "
@@ -810,6 +840,29 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
         settings["system_sysprio"] = f"prioritytier * 4294967296 + ({settings['system_sysprio']})"
         notes.append("partitions differ in PriorityTier: jobs of a higher tier go first, as in Slurm")
     return settings, queues, notes
+
+
+_PARTITION_EXCLUSIVE = ("NO", "NODE", "USER", "TOPO")  # Slurm 26.05's Exclusive= of a partition
+
+
+def whole_nodes(part: dict[str, str], where: str) -> bool:
+    """Whether a partition gives its jobs whole nodes, as printed from Slurm 24.05 on (up to
+    25.11 ``OverSubscribe=EXCLUSIVE`` says so too, and is read beside this):
+    ``ExclusiveTopo=YES`` (24.05: whole topology blocks, so whole nodes) or, from 26.05, which
+    prints an exclusive partition as ``OverSubscribe=NO``, ``Exclusive=NODE`` or ``TOPO``.
+    ``Exclusive=USER`` (Slurm 22.05's ``ExclusiveUser=YES``) shares nodes among one user's
+    jobs: the jobs say so themselves (``_exclusive_job``). Another value of ``Exclusive`` is
+    an InputError naming ``where``.
+
+    >>> whole_nodes({"Exclusive": "NODE"}, "p"), whole_nodes({"Exclusive": "USER"}, "p"), whole_nodes({}, "p")
+    (True, False, False)
+    >>> whole_nodes({"ExclusiveTopo": "YES", "OverSubscribe": "NO"}, "p")
+    True
+    """
+    exclusive = part.get("Exclusive", "NO").upper()
+    if exclusive not in _PARTITION_EXCLUSIVE:
+        raise InputError(where, "Exclusive", exclusive, f"not {', '.join(_PARTITION_EXCLUSIVE[:-1])} or TOPO")
+    return exclusive in ("NODE", "TOPO") or part.get("ExclusiveTopo", "NO").upper() == "YES"
 
 
 def _multifactor(config: dict[str, str], partitions: list[dict[str, str]], notes: list[str],

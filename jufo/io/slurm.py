@@ -32,6 +32,7 @@ SLURM_STATES = {
     "PENDING": "Pending", "RUNNING": "Running", "CONFIGURING": "Running", "RESIZING": "Running",
     "SIGNALING": "Running", "COMPLETING": "Completed", "STAGE_OUT": "Completed", "COMPLETED": "Completed",
     "SUSPENDED": "Suspended", "REQUEUED": "Pending", "REQUEUE_FED": "Pending", "REQUEUE_HOLD": "Held",
+    "EXPEDITING": "Pending",  # (Slurm 25.11: a job on a failed node, about to be requeued at the top)
     "SPECIAL_EXIT": "Held", "RESV_DEL_HOLD": "Held", "STOPPED": "Suspended", "CANCELLED": "Cancelled",
     "FAILED": "Failed", "TIMEOUT": "Failed", "NODE_FAIL": "Failed", "PREEMPTED": "Failed",
     "BOOT_FAIL": "Failed", "DEADLINE": "Failed", "OUT_OF_MEMORY": "Failed",
