@@ -1106,8 +1106,9 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
 @click.argument("input_paths", nargs=-1, metavar="[SNAPSHOT...]")
 @click.option("-N", "--nodes", type=click.IntRange(min=1), default=None, help="Whole nodes (as sbatch -N --exclusive).")
 @click.option("-n", "--ntasks", type=click.IntRange(min=1), default=None, help="Cores (one per task, as sbatch -n).")
-@click.option("-G", "--gpus-per-node", "gpus", type=click.IntRange(min=0), default=0, metavar="G",
-              help="GPUs on each of its nodes (as sbatch --gpus-per-node=G or --gres=gpu:G).")
+@click.option("-G", "--gpus-per-node", "gpus", default="0", metavar="[MODEL:]G",
+              help="GPUs on each of its nodes (as sbatch --gpus-per-node=G or --gres=gpu:G; a100:1 asks "
+                   "GPUs of that model, as --gres=gpu:a100:1).")
 @click.option("--mem", "memory", default=None, metavar="MB",
               help="Memory on each of its nodes (as sbatch --mem: MB, or with a K/M/G/T unit); default: the "
                    "partition's, where Slurm counts memory.")
@@ -1136,7 +1137,7 @@ def _for_system(values: tuple[str, ...], systems: list[str], option: str) -> dic
 @click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
 @guarded
 @_needs_stdout
-def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, gpus: int, memory: str | None,
+def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, gpus: str, memory: str | None,
            memory_per_cpu: str | None, time_text: str,
            partition: str | None, user: str, account: str, qos: str, systems: tuple[str, ...],
            configs: tuple[str, ...], overrides: tuple[str, ...], histories: tuple[str, ...], coverage: float,
@@ -1194,7 +1195,7 @@ def whatif(input_paths: tuple[str, ...], nodes: int | None, ntasks: int | None, 
     if as_json:
         click.echo(json_text("whatif", {
             "request": {"wall": request.wall, "nodes": request.nodes, "cores": request.cores,
-                        "gpus_per_node": request.gpus, "memory": request.memory,
+                        "gpus_per_node": request.gpus, "gpu_model": request.gpu_type, "memory": request.memory,
                         "memory_per_cpu": request.memory_per_cpu, "user": request.user},
             "answers": [{"system": a.system, "partition": a.partition, "start": iso(a.start), "end": iso(a.end),
                          "start_wall": iso(a.start_wall), "start_lo": iso(a.start_lo), "start_hi": iso(a.start_hi),

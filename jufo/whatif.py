@@ -11,6 +11,8 @@ config`` writes it), its value stands beside the waiting jobs' own priorities in
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, replace
 
 from .engine.configuration import Configuration
@@ -42,6 +44,7 @@ class Request:
     gpus: int = 0
     memory: int | None = None  # MB on each node (--mem); None: the partition's default
     memory_per_cpu: int | None = None  # MB per core (--mem-per-cpu)
+    gpu_type: str | None = None  # the GPUs' model (-G a100:1, as --gres=gpu:a100:1); None: any
 
 
 @dataclass
@@ -127,6 +130,7 @@ def candidate(snap: Snapshot, request: Request, partition: str, report: Report,
     if request.gpus:  # on each of the nodes it gets, as sbatch's --gpus-per-node (--gres=gpu:G)
         job.gpus_per_node = request.gpus
         job.data["totalgpus"] = str(job.nodes * request.gpus)
+        job.gpu_type = request.gpu_type
     return job
 
 
@@ -211,8 +215,15 @@ def answer(system: str, snap: Snapshot, config: Configuration, request: Request,
 
 
 def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: str, account: str,
-                  qos: str, gpus: int = 0, memory: str | None = None, memory_per_cpu: str | None = None) -> Request:
-    """The request from sbatch's flags; InputError naming the flag when it is malformed."""
+                  qos: str, gpus: int | str = 0, memory: str | None = None, memory_per_cpu: str | None = None
+                  ) -> Request:
+    """The request from sbatch's flags; InputError naming the flag when it is malformed.
+    ``gpus``: a count, or ``MODEL:COUNT`` (``a100:1``) as ``-G`` takes it.
+
+    >>> r = parse_request(None, 4, "30", "u", "", "", "a100:2")
+    >>> (r.gpus, r.gpu_type), parse_request(1, None, "30", "u", "", "", "1").gpu_type
+    ((2, 'a100'), None)
+    """
     from .engine.node import parse_memory
     from .io.slurm import seconds_of
 
@@ -233,7 +244,11 @@ def parse_request(nodes: int | None, ntasks: int | None, time_text: str, user: s
             from None
     if not wall:
         raise InputError("whatif", "-t/--time", time_text, "a limit greater than 0 is needed")
-    return Request(wall, nodes, ntasks, user, account, qos, gpus, amounts["--mem"], amounts["--mem-per-cpu"])
+    asked = re.fullmatch(r"(?:([A-Za-z0-9_.-]+):)?(\d{1,6})", str(gpus).strip())
+    if not asked or (asked.group(1) and not int(asked.group(2))):
+        raise InputError("whatif", "-G/--gpus-per-node", str(gpus), "a number of GPUs (2), or MODEL:NUMBER (a100:2)")
+    return Request(wall, nodes, ntasks, user, account, qos, int(asked.group(2)), amounts["--mem"],
+                   amounts["--mem-per-cpu"], asked.group(1))
 
 
 def sort_answers(rows: list[Answer], by: str) -> list[Answer]:

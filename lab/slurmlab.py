@@ -83,6 +83,7 @@ class Lab:
     memory: bool = False  # memory a consumable (CR_Core_Memory, 100 MB a CPU by default), as most shared sites
     gpu_nodes: int = 0  # only this many nodes have the GPUs (0: all), as sites mix GPU and CPU nodes
     gpu_weight: int = 1  # the Weight of the nodes with GPUs, as sites keep CPU jobs off them
+    gpu_types: tuple[str, ...] = ()  # the GPU nodes' types in turn (a100, v100, ...), as sites mix models
     shapes: bool = False  # shared jobs asked as users write them (--ntasks-per-node, -c, --mincpus, --gres)
     halflife: int = 10  # fair share: PriorityDecayHalfLife in lab minutes (Slurm's default, 7 days, is 101 at --scale 100)
 
@@ -96,6 +97,10 @@ class Lab:
     def with_gpus(self) -> str:
         """The hostlist of the nodes with GPUs."""
         return hostlist(*self.gpu_range())
+
+    def gpu_type(self, k: int) -> str | None:
+        """The GPU type of node ``k`` (from 1) of ``gpu_range``: ``gpu_types`` in turn."""
+        return self.gpu_types[(k - self.gpu_range()[0]) % len(self.gpu_types)] if self.gpu_types else None
 
     @property
     def munge_socket(self) -> Path:
@@ -201,9 +206,13 @@ def slurm_conf(lab: Lab) -> str:
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
     g0, g1 = lab.gpu_range() if lab.gpus else (1, lab.nodes)
-    with_gpus = ((f"Gres=gpu:{lab.gpus} " if lab.gpus else "")
-                 + (f"Weight={lab.gpu_weight} " if lab.gpus and lab.gpu_weight != 1 else ""))
-    for first, last, extra in ((1, g0 - 1, ""), (g0, g1, with_gpus), (g1 + 1, lab.nodes, "")):
+    weight = f"Weight={lab.gpu_weight} " if lab.gpus and lab.gpu_weight != 1 else ""
+    groups = [(1, g0 - 1, "")]
+    if lab.gpu_types:  # a node line each: its own type
+        groups += [(k, k, f"Gres=gpu:{lab.gpu_type(k)}:{lab.gpus} {weight}") for k in range(g0, g1 + 1)]
+    else:
+        groups += [(g0, g1, (f"Gres=gpu:{lab.gpus} " if lab.gpus else "") + weight)]
+    for first, last, extra in (*groups, (g1 + 1, lab.nodes, "")):
         if first <= last:
             ports = f"{NODE_PORT + lab.ports + first - 1}-{NODE_PORT + lab.ports + last - 1}"
             lines.append(f"NodeName={hostlist(first, last)} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
@@ -322,8 +331,11 @@ def start(lab: Lab) -> dict[str, str]:
         for k in range(lab.gpus):
             if not (d / "dev" / f"gpu{k}").exists():
                 os.mknod(d / "dev" / f"gpu{k}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        (d / "etc" / "gres.conf").write_text(f"AutoDetect=off\nNodeName={lab.with_gpus()} Name=gpu "
-                                             f"File={d}/dev/gpu[0-{lab.gpus - 1}]\n")
+        files = f"File={d}/dev/gpu[0-{lab.gpus - 1}]"
+        g0, g1 = lab.gpu_range()
+        lines = ([f"NodeName={lab.node(k - 1)} Name=gpu Type={lab.gpu_type(k)} {files}" for k in range(g0, g1 + 1)]
+                 if lab.gpu_types else [f"NodeName={lab.with_gpus()} Name=gpu {files}"])
+        (d / "etc" / "gres.conf").write_text("AutoDetect=off\n" + "\n".join(lines) + "\n")
     (d / "pids").touch()
     env = {**slurm_env(), "SLURM_CONF": str(conf)}
     ensure_users()
@@ -656,6 +668,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gpu-nodes", type=int, default=0, help="with --gpus: only N nodes have them, the first (of "
                    "the shared partition with --partitions mixed); 0: all")
     p.add_argument("--gpu-weight", type=int, default=1, help="with --gpus: the Weight of the nodes with GPUs")
+    p.add_argument("--gpu-types", default="", metavar="A,B", help="with --gpus: the GPU nodes' types in turn "
+                   "(--gpu-types a100,v100: Gres=gpu:a100:N, gpu:v100:N, ...), as sites mix GPU models")
     p.add_argument("--gpu-jobs", type=float, default=0.0, metavar="SHARE",
                    help="with --gpus and --partitions mixed: this share of the shared partition's jobs asks "
                         "--gres=gpu:1")
@@ -676,6 +690,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"slurmlab: --gpu-jobs {args.gpu_jobs}: a share from 0 to 1")
     if args.gpu_jobs and not (args.gpus and args.partitions == "mixed"):
         raise SystemExit("slurmlab: --gpu-jobs needs --gpus and --partitions mixed (its jobs are the shared partition's)")
+    if args.gpu_types and not (args.gpus and re.fullmatch(r"[a-z0-9_]+(,[a-z0-9_]+)*", args.gpu_types)):
+        raise SystemExit(f"slurmlab: --gpu-types {args.gpu_types!r}: a comma list of GPU models (a100,v100), "
+                         "with --gpus")
     if args.action == "stop":
         print("stopped:", ", ".join(stop(args.dir)) or "nothing")
         return
@@ -694,7 +711,8 @@ def main(argv: list[str] | None = None) -> None:
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
               bf_extra=args.bf, gpus=args.gpus, memory=args.memory, gpu_nodes=args.gpu_nodes,
-              gpu_weight=args.gpu_weight, shapes=args.shapes, halflife=args.halflife)
+              gpu_weight=args.gpu_weight, shapes=args.shapes, halflife=args.halflife,
+              gpu_types=tuple(t for t in args.gpu_types.split(",") if t))
     try:
         env = start(lab)
         if args.action == "start":

@@ -794,6 +794,38 @@ def test_gpus_asked_per_job_are_taken_where_free_as_a_live_slurm_takes_them(tmp_
     assert len(pairs) == 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs
 
 
+@pytest.mark.parametrize("case", ["types", "types-later"])
+def test_a_gpu_model_asked_is_found_only_on_nodes_of_that_model(tmp_path, case):
+    """A live Slurm 22.05 whose GPU nodes carry two models (``Gres=gpu:a100:2`` and
+    ``gpu:v100:2``, ``tests/data/slurm/gpus/README.md``): a job asking ``--gres=gpu:a100:1``,
+    ``--gres=gpu:a100`` (one, no count: ``TresPerNode=gres:gpu:a100``) or ``--gpus=a100:1``
+    waits for an A100 while V100s are free, and every forecast is Slurm's ``StartTime`` to the
+    second. Before jufo read the model, 0 of these 9 were: jobs asking A100s started at once on
+    V100 nodes, and ``--gres=gpu:a100`` was read as asking no GPU."""
+    raw = tmp_path / "raw.xml"
+    assert run("slurm", "snapshot", "--from", str(GPUS / case), "-o", str(raw)).exit_code == 0
+    objects = lml.read(str(raw))
+    nodes = {o.id: o.data for o in objects.of_type("node")}
+    jobs = {o.data["step"]: o.data for o in objects.of_type("job")}
+    assert (nodes["n05"]["gputypes"], nodes["n06"]["gputypes"]) == ("a100:2", "v100:2") and "gputypes" not in nodes["n01"]
+    assert (jobs["5"]["totalgpus"], jobs["5"]["gputype"], jobs["7"]["gputype"]) == ("1", "a100", "a100")
+    assert "gputype" not in jobs["1"]  # a running job is where it is
+    pairs = _forecasts_against_slurm(tmp_path, GPUS / case)
+    assert len(pairs) >= 3 and all(mine == slurms for mine, slurms in pairs.values()), pairs
+
+
+def test_a_gpu_model_no_node_has_cannot_start(tmp_path):
+    raw, out = tmp_path / "raw.xml", tmp_path / "out.xml"
+    folder = tmp_path / "capture"
+    shutil.copytree(GPUS / "types", folder)
+    text = (folder / "job.txt").read_text()
+    (folder / "job.txt").write_text(text.replace("TresPerNode=gres:gpu:a100:1", "TresPerNode=gres:gpu:h100:1"))
+    assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
+    assert run("predict", str(raw), "-o", str(out), "-q").exit_code == 0
+    job = next(o.data for o in lml.read(str(out)).of_type("job") if o.data["step"] == "4")
+    assert job["jufo_reason"].startswith("ExceedsSystem") and "1 h100 GPUs" in job["jufo_reason"], job
+
+
 @pytest.mark.parametrize(("case", "within"), [("shared", 60), ("requests", 300), ("spread", 180)])
 def test_the_simulation_counts_gpus_on_shared_nodes_too(tmp_path, case, within):
     """The simulation (``plan=simulate``), which the forecast with ``--history`` runs with the

@@ -52,3 +52,16 @@ def test_a_gpu_share_out_of_range_or_without_gpus_is_refused_before_anything_sta
         with pytest.raises(SystemExit, match=says):
             slurmlab.main(["run", "trace.swf", "--dir", str(tmp_path / "lab"), *args])
     assert not (tmp_path / "lab").exists()
+
+
+def test_gpu_models_go_to_the_gpu_nodes_in_turn():
+    """``--gpu-types a100,v100``: each GPU node gets its own line with its model, in turn, as
+    the captures in ``tests/data/slurm/gpus/types`` were made."""
+    lines = _conf(nodes=8, gpus=2, partitions="mixed", gpu_types=("a100", "v100"))
+    gres = [line.split()[0] + " " + next(w for w in line.split() if w.startswith("Gres=")) for line in lines
+            if "Gres=" in line]
+    assert gres == ["NodeName=n05 Gres=gpu:a100:2", "NodeName=n06 Gres=gpu:v100:2", "NodeName=n07 Gres=gpu:a100:2",
+                    "NodeName=n08 Gres=gpu:v100:2"]
+    assert any(line.startswith("NodeName=n[01-04] ") and "Gres" not in line for line in lines)
+    assert [line for line in _conf(nodes=8, gpus=2, partitions="mixed") if "Gres=" in line][0].startswith(
+        "NodeName=n[05-08] ")

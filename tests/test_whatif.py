@@ -90,6 +90,8 @@ def test_what_can_never_run_gets_the_reason_instead_of_a_time(lab, tmp_path):
     (["-N", "1", "-t", "3", "-p", "nope"], "-p/--partition"),
     (["-N", "0", "-t", "3"], "--nodes"),
     (["-N", "1", "-G", "-1", "-t", "3"], "--gpus-per-node"),
+    (["-N", "1", "-G", "a100:0", "-t", "3"], "--gpus-per-node"),
+    (["-N", "1", "-G", "a100:", "-t", "3"], "--gpus-per-node"),
     (["-N", "1", "--mem", "lots", "-t", "3"], "--mem"),
     (["-N", "1", "--mem", "1G", "--mem-per-cpu", "100", "-t", "3"], "--mem or --mem-per-cpu"),
 ])
@@ -117,6 +119,26 @@ def test_a_job_asking_gpus_waits_where_they_are_held(tmp_path):
     assert answers(*ask, "-G", "5")[0]["reason"].startswith("ExceedsSystem: asks 1 nodes with 1 cores and 5 GPUs")
     done = run("whatif", *ask, "-G", "3", "--json")
     assert conforms(done.stdout, "whatif")["request"]["gpus_per_node"] == 3
+
+
+def test_a_job_asking_a_gpu_model_waits_for_gpus_of_that_model(tmp_path):
+    """``-G MODEL:G`` (``--gres=gpu:a100:1``), on a live Slurm's capture whose ``shared``
+    partition has A100 and V100 nodes (``tests/data/slurm/gpus/types``): every A100 is held and
+    three jobs wait for them, V100s are free. Any GPU and a V100 start now; an A100 waits
+    behind the three (for job 5's end, 18:29 in Slurm's plan); a model no node has never runs."""
+    folder = ROOT / "tests" / "data" / "slurm" / "gpus" / "types"
+    site, raw = tmp_path / "site.xml", tmp_path / "raw.xml"
+    assert run("slurm", "config", "--from", str(folder), "-o", str(site)).exit_code == 0
+    assert run("slurm", "snapshot", "--from", str(folder), "-o", str(raw)).exit_code == 0
+    ask = (str(raw), "--config", str(site), "-n", "1", "-t", "5", "-p", "shared")
+    assert answers(*ask, "-G", "1")[0]["reason"] == "starts now"
+    assert answers(*ask, "-G", "v100:1")[0]["reason"] == "starts now"
+    a100 = answers(*ask, "-G", "a100:1")[0]
+    assert (a100["start"], a100["reason"]) == ("2026-12-01T18:29:00", "waits for job 5 to end")
+    assert answers(*ask, "-G", "h100:1")[0]["reason"].startswith("ExceedsSystem: asks 1 nodes with 1 cores and 1 h100 GPUs")
+    done = run("whatif", *ask, "-G", "a100:1", "--json")
+    request = conforms(done.stdout, "whatif")["request"]
+    assert (request["gpus_per_node"], request["gpu_model"]) == (1, "a100")
 
 
 def test_a_job_gets_the_partitions_memory_where_slurm_counts_it(tmp_path):

@@ -58,6 +58,7 @@ class Job:
     total_cores: int = 1
     gpus_per_node: int = 0  # from totalgpus: only nodes with that many GPUs qualify
     gpus_per_job: int = 0  # with ``gpuspread=job`` (Slurm's --gpus): totalgpus, taken where free on its nodes
+    gpu_type: str | None = None  # ``gputype`` (``--gres=gpu:a100:1``): only nodes with GPUs of that model qualify
     memory: int = 0  # MB per node (``memory`` or ``reqmem``): only nodes that have it qualify
     # Slurm's --constraint (``constraint``): only nodes with one of these sets of features qualify
     constraint: tuple[frozenset[str], ...] | None = None
@@ -419,6 +420,7 @@ class JobReader:
             spread = obj.data.get("gpuspread", "").strip() == "job"  # (--gpus: wherever its nodes have them)
             job.gpus_per_job = gpus if spread and gpus else 0
             job.gpus_per_node = (1 if spread else ceil(gpus / nodes)) if gpus else 0
+            job.gpu_type = (obj.data.get("gputype", "").strip() or None) if gpus else None
         if obj.data.get("constraint", "").strip():
             try:
                 job.constraint = parse_constraint(obj.data["constraint"])

@@ -53,6 +53,8 @@ class Node:
     switch: str | None = None  # the leaf switch it hangs on (``switch``), for ``--switches`` requests
     features: frozenset[str] = frozenset()  # ``features`` (Slurm's ActiveFeatures), for constraints
     weight: int = 1  # ``weight`` (Slurm's node Weight): its select plugin takes the lightest nodes first
+    # ``gputypes`` (``a100:4``): its GPUs by model, for jobs asking a type (``--gres=gpu:a100:1``)
+    gpu_types: tuple[tuple[str, int], ...] = ()
 
     def limit(self, queue: str) -> int:
         """Cores of this node that jobs of ``queue`` may use at once (0 if the node is unusable)."""
@@ -86,7 +88,7 @@ class Machine:
             key = id(node.classes)
             if key not in limits:
                 limits[key] = None if node.classes is None else tuple(sorted(node.classes.items()))
-            signature = (node.ncores, node.usable, node.gpus, node.memory, limits[key], node.features)
+            signature = (node.ncores, node.usable, node.gpus, node.memory, limits[key], node.features, node.gpu_types)
             groups.setdefault(signature, []).append(node.index)
         self._groups = [(nodes[members[0]], _mask_of_indices(members)) for members in groups.values()]
         self.eligible = cache(self._eligible)
@@ -147,15 +149,16 @@ class Machine:
         return [f"({node.name},{node.ncores})" for node in self.nodes]
 
     def _eligible(self, queue: str, cores: int, gpus: int = 0, memory: int = 0,
-                  constraint: tuple[frozenset[str], ...] | None = None) -> int:
-        """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs, ``memory``
-        MB where the node gives its memory, one of the ``constraint``'s sets of features) of
-        one job.  O(groups)."""
+                  constraint: tuple[frozenset[str], ...] | None = None, gpu_type: str | None = None) -> int:
+        """Mask of nodes where ``queue`` may place ``cores`` cores (and ``gpus`` GPUs, of the
+        model ``gpu_type`` where one is asked, ``memory`` MB where the node gives its memory,
+        one of the ``constraint``'s sets of features) of one job.  O(groups)."""
         mask = 0
         for example, members in self._groups:
             if example.limit(queue) >= cores and example.gpus >= gpus and (
                     example.memory is None or example.memory >= memory) and (
-                    constraint is None or any(alt <= example.features for alt in constraint)):
+                    constraint is None or any(alt <= example.features for alt in constraint)) and (
+                    gpu_type is None or dict(example.gpu_types).get(gpu_type, 0) >= gpus):
                 mask |= members
         return mask
 
@@ -168,7 +171,8 @@ class Machine:
         of a list of nodes the job is held to only those it excludes count (``unnamed``).
         O(groups) once per ask."""
         mask = self.eligible(job.queue if queue is None else queue, job.cores_per_node if cores is None else cores,
-                             0 if scope else job.gpus_per_node, job.memory, job.constraint)
+                             0 if scope else job.gpus_per_node, job.memory, job.constraint,
+                             None if scope else job.gpu_type)
         allowed = getattr(job, "allowed", None)  # --nodelist, --exclude
         if scope and getattr(job, "unnamed", None) is not None:
             allowed = job.unnamed
@@ -262,9 +266,26 @@ def read_nodes(objects: list[LmlObject], report: Report) -> Machine:
         features = seen_features.get(text)
         if features is None:
             features = seen_features[text] = features_of(text)
+        gpu_types = _gpu_types(obj, report) if obj.data.get("gputypes", "").strip() else ()
         nodes.append(Node(len(nodes), obj.id, obj.name or obj.id, ncores, classes, usable, gpus, memory, switch,
-                          features, weight))
+                          features, weight, gpu_types))
     return Machine(nodes)
+
+
+def _gpu_types(obj: LmlObject, report: Report) -> tuple[tuple[str, int], ...]:
+    """A node's ``gputypes``, its GPUs by model (``a100:4``, ``a100:2,v100:2``), sorted; a
+    malformed one is left out with a warning (the node's GPUs are then of no model a job asks).
+
+    >>> _gpu_types(LmlObject("n1", "node", None, 0, {"gputypes": "v100:2,a100:2"}), Report(quiet=True))
+    (('a100', 2), ('v100', 2))
+    """
+    text = obj.data["gputypes"]
+    found = re.fullmatch(r"\s*[\w.-]+:\d{1,9}(?:\s*,\s*[\w.-]+:\d{1,9})*\s*", text)
+    if not found:
+        report.warn(obj.label, "gputypes", text, "not MODEL:COUNT,...; its GPUs are of no model a job asks")
+        return ()
+    pairs = (part.strip().split(":") for part in text.split(","))
+    return tuple(sorted((name, min(int(count), MAX_COUNT)) for name, count in pairs))
 
 
 def _count(obj: LmlObject, key: str, default: int, report: Report, otherwise: str) -> int:

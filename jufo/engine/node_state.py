@@ -237,7 +237,7 @@ class NodeState(SystemState):
         usable = m.for_job(job).bit_count()
         if usable < job.nodes:
             where = f"queue {job.queue!r}" if job.queue else "a job without queue"
-            gpus = f" and {job.gpus_per_node} GPUs" if job.gpus_per_node else ""
+            gpus = f" and {job.gpus_per_node}{' ' + job.gpu_type if job.gpu_type else ''} GPUs" if job.gpus_per_node else ""
             gpus += f" and {job.memory} MB" if job.memory else ""
             gpus += f" and features {job.data.get('constraint', '').strip()}" if job.constraint else ""
             return (
@@ -265,9 +265,9 @@ class NodeState(SystemState):
 
     def _per_node(self, job: Job) -> tuple:
         if job.switches is not None and self.machine.has_switches:  # comparable only with the same ask
-            return (job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed, job.switches,
-                    job.switches_until, *(c.asked(job) for c in self.extras))
-        return job.cores_per_node, job.gpus_per_node, job.memory, job.constraint, job.allowed, *(
+            return (job.cores_per_node, job.gpus_per_node, job.gpu_type, job.memory, job.constraint, job.allowed,
+                    job.switches, job.switches_until, *(c.asked(job) for c in self.extras))
+        return job.cores_per_node, job.gpus_per_node, job.gpu_type, job.memory, job.constraint, job.allowed, *(
             c.asked(job) for c in self.extras)
 
     def size_bound(self) -> int:

@@ -396,6 +396,7 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
         gpus = node_gpus(node)
         if gpus:
             data["gpus"] = str(gpus)
+            data["gputypes"] = node_gpu_types(node)  # ("" where they have no model: left out)
         spec, real = node.get("MemSpecLimit", ""), node.get("RealMemory", "")
         if spec.isdigit() and real.isdigit() and int(spec):  # memory kept for the system: jobs get the rest
             data["availmem"] = str(max(0, int(real) - int(spec)))
@@ -432,8 +433,11 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
 
 
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)")  # gpu:4, gpu:a100:4(S:0-1), in a Gres list
+_GRES_TYPED = re.compile(r"(?:^|,)gpu:([^:,(]*[^:,(\d][^:,(]*):(\d+)")  # gpu:a100:4(S:0-1): the model and count
 _TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)")  # the untyped total, not gres/gpu:a100=4
 _TRES_PER_GPU = re.compile(r"(?:^|,)gres[:/]gpu(?::[^:,=]+)?[:=](\d+)")  # gres:gpu:4, gres/gpu:a100:4, gres/gpu=1
+# a model asked: gres:gpu:a100:2 (22.05's TresPerNode), gres/gpu:a100:2 (23.02), gres:gpu:a100 (--gres=gpu:a100: one)
+_TRES_PER_TYPED = re.compile(r"(?:^|,)gres[:/]gpu:([^:,=]*[^:,=\d][^:,=]*)(?:[:=](\d+))?(?=,|$)")
 
 
 def node_gpus(node: dict[str, str]) -> int:
@@ -450,6 +454,39 @@ def node_gpus(node: dict[str, str]) -> int:
     return sum(int(n) for n in _GRES_GPU.findall(node.get("Gres", "")))
 
 
+def node_gpu_types(node: dict[str, str]) -> str:
+    """A node's GPUs by model, as jufo's node key ``gputypes`` writes them (``a100:4``;
+    ``a100:2,v100:2``), from ``Gres``; "" where they have no model.
+
+    >>> node_gpu_types({"Gres": "gpu:a100:4(S:0-1)"}), node_gpu_types({"Gres": "gpu:v100:2,gpu:a100:2"})
+    ('a100:4', 'a100:2,v100:2')
+    >>> node_gpu_types({"Gres": "gpu:4"}), node_gpu_types({"Gres": "(null)"})
+    ('', '')
+    """
+    counts: dict[str, int] = {}
+    for model, count in _GRES_TYPED.findall(node.get("Gres", "")):
+        counts[model] = counts.get(model, 0) + int(count)
+    return ",".join(f"{model}:{counts[model]}" for model in sorted(counts))
+
+
+def job_gpu_type(job: dict[str, str]) -> tuple[str | None, int]:
+    """The GPU model a job asks (``--gres=gpu:a100:2``, ``--gpus=a100:2``, ``--gpus-per-task``)
+    and the count beside it: ``TresPerNode``, ``TresPerJob`` or ``TresPerTask`` name it
+    (``gres:gpu:a100:2``; from 23.02 ``gres/gpu:a100:2``), and ``--gres=gpu:a100`` without a
+    count asks one (Slurm 22.05 prints ``gres:gpu:a100``). ``(None, 0)``: no model asked.
+
+    >>> job_gpu_type({"TresPerNode": "gres:gpu:a100:2"}), job_gpu_type({"TresPerNode": "gres:gpu:a100"})
+    (('a100', 2), ('a100', 1))
+    >>> job_gpu_type({"TresPerJob": "gres/gpu:h100:4"}), job_gpu_type({"TresPerNode": "gres:gpu:2"})
+    (('h100', 4), (None, 0))
+    """
+    for key in ("TresPerNode", "TresPerJob", "TresPerTask"):
+        asked = _TRES_PER_TYPED.search(job.get(key, ""))
+        if asked:
+            return asked.group(1), int(asked.group(2) or 1)
+    return None, 0
+
+
 def job_gpus(job: dict[str, str], nodes: int) -> int:
     """A job's GPUs: ``TRES``'s ``gres/gpu=N`` (what it holds, or asks while pending, where the
     site accounts GPUs; ``job_tres``), else what a running job holds (``JOB_GRES``: ``gpu:3``,
@@ -464,6 +501,8 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
     (1, 3)
     >>> job_gpus({"TresPerTask": "cpu=2,gres/gpu=1", "NumTasks": "4"}, 2)
     4
+    >>> job_gpus({"TresPerNode": "gres:gpu:a100"}, 2)  # --gres=gpu:a100: one on each node
+    2
     """
     tres = _TRES_GPU.search(job_tres(job))
     if tres:
@@ -474,8 +513,9 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
     tasks = _count(job.get("NumTasks", "1"))
     for key, times in (("TresPerNode", nodes), ("TresPerJob", 1), ("TresPerTask", int(tasks) if tasks.isdigit() else 1)):
         asked = _TRES_PER_GPU.search(job.get(key, ""))
-        if asked:
-            return int(asked.group(1)) * times
+        count = int(asked.group(1)) if asked else job_gpu_type({key: job.get(key, "")})[1]  # (gres:gpu:a100: one)
+        if count:
+            return count * times
     return 0
 
 
@@ -637,6 +677,8 @@ def _job_data(job: dict[str, str], source: str, line: int, tiers: dict[str, tupl
     gpus = job_gpus(job, int(nodes))
     if gpus:
         data["totalgpus"] = str(gpus)
+        if state == "PENDING":  # --gres=gpu:a100:1: only nodes with GPUs of that model
+            data["gputype"] = job_gpu_type(job)[0] or ""
         if state == "PENDING" and _TRES_PER_GPU.search(job.get("TresPerJob", "")) \
                 and not _TRES_PER_GPU.search(job.get("TresPerNode", "")):
             data["gpuspread"] = "job"  # --gpus: the select plugin takes them where free on the nodes it picks
