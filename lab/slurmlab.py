@@ -679,11 +679,15 @@ def main(argv: list[str] | None = None) -> None:
                    help="memory a consumable (CR_Core_Memory, DefMemPerCPU=100; each node has 1,000 MB)")
     p.add_argument("--halflife", type=int, default=10, metavar="MINUTES",
                    help="with --priority fairshare: how fast usage decays (PriorityDecayHalfLife, lab minutes)")
+    p.add_argument("--bf-interval", type=int, default=5, metavar="SECONDS",
+                   help="seconds between backfill passes (bf_interval; Slurm's default is 30, the labs' 5)")
     p.add_argument("--bf", default="", metavar="PARAMS",
                    help="more SchedulerParameters, e.g. bf_max_job_user=4,bf_min_age_reserve=120")
     args = p.parse_args(argv)
     if not re.fullmatch(r"(bf_[a-z_]+=\d+)?(,bf_[a-z_]+=\d+)*", args.bf):
         raise SystemExit(f"slurmlab: --bf {args.bf!r}: not a comma list of bf_NAME=NUMBER")
+    if args.bf_interval < 1:
+        raise SystemExit(f"slurmlab: --bf-interval {args.bf_interval}: at least one second")
     if args.halflife < 1:
         raise SystemExit(f"slurmlab: --halflife {args.halflife}: at least one minute")
     if not 0 <= args.gpu_jobs <= 1:
@@ -712,7 +716,7 @@ def main(argv: list[str] | None = None) -> None:
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
               bf_extra=args.bf, gpus=args.gpus, memory=args.memory, gpu_nodes=args.gpu_nodes,
               gpu_weight=args.gpu_weight, shapes=args.shapes, halflife=args.halflife,
-              gpu_types=tuple(t for t in args.gpu_types.split(",") if t))
+              gpu_types=tuple(t for t in args.gpu_types.split(",") if t), bf_interval=args.bf_interval)
     try:
         env = start(lab)
         if args.action == "start":
