@@ -481,10 +481,16 @@ def job_gpu_type(job: dict[str, str]) -> tuple[str | None, int]:
     (('h100', 4), (None, 0))
     """
     for key in ("TresPerNode", "TresPerJob", "TresPerTask"):
-        asked = _TRES_PER_TYPED.search(job.get(key, ""))
-        if asked:
-            return asked.group(1), int(asked.group(2) or 1)
+        model, count = _gpu_model(job.get(key, ""))
+        if model:
+            return model, count
     return None, 0
+
+
+def _gpu_model(text: str) -> tuple[str | None, int]:
+    """The GPU model and count one ``TresPer*`` value asks (``gres:gpu:a100`` one), or (None, 0)."""
+    asked = _TRES_PER_TYPED.search(text)
+    return (asked.group(1), int(asked.group(2) or 1)) if asked else (None, 0)
 
 
 def job_gpus(job: dict[str, str], nodes: int) -> int:
@@ -513,7 +519,7 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
     tasks = _count(job.get("NumTasks", "1"))
     for key, times in (("TresPerNode", nodes), ("TresPerJob", 1), ("TresPerTask", int(tasks) if tasks.isdigit() else 1)):
         asked = _TRES_PER_GPU.search(job.get(key, ""))
-        count = int(asked.group(1)) if asked else job_gpu_type({key: job.get(key, "")})[1]  # (gres:gpu:a100: one)
+        count = int(asked.group(1)) if asked else _gpu_model(job.get(key, ""))[1]  # (gres:gpu:a100: one)
         if count:
             return count * times
     return 0
@@ -847,14 +853,12 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
     queues = []
     tiers = {p.get("PriorityTier", "1") for p in partitions}
     for k, part in enumerate(partitions):
-        name = part["PartitionName"]
+        name, where = part["PartitionName"], f"{partition_name}, line {k + 1}"
         data: dict[str, str] = {}
         over_sub = part.get("OverSubscribe", "NO").split(":")[0].upper()
         if over_sub not in ("NO", "EXCLUSIVE", "YES", "FORCE"):
-            raise InputError(f"{partition_name}, line {k + 1}", "OverSubscribe", over_sub,
-                             "not NO, EXCLUSIVE, YES or FORCE")
-        if over_sub == "EXCLUSIVE" or whole_nodes(part, f"{partition_name}, line {k + 1}") \
-                or settings["node_sharing"] == "no":
+            raise InputError(where, "OverSubscribe", over_sub, "not NO, EXCLUSIVE, YES or FORCE")
+        if over_sub == "EXCLUSIVE" or whole_nodes(part, where) or settings["node_sharing"] == "no":
             data["exclusive"] = "yes"
         elif over_sub in ("YES", "FORCE"):
             notes.append(f"partition {name}: OverSubscribe={part['OverSubscribe']}: jobs sharing cores is not "
@@ -864,7 +868,7 @@ def site_settings(config: dict[str, str], partitions: list[dict[str, str]], conf
             try:
                 value = seconds_of(raw)
             except ValueError as err:
-                raise InputError(f"{partition_name}, line {k + 1}", key, raw, str(err)) from None
+                raise InputError(where, key, raw, str(err)) from None
             if value is not None:
                 data[key.lower()] = str(value)
         data["state"] = part.get("State", "UP")
