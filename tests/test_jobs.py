@@ -223,6 +223,24 @@ def test_advance_reservation_blocks_its_nodes(jufo):
     assert run.start("long") == 60
 
 
+def test_a_reservations_jobs_count_the_gpus_of_jobs_running_on_its_nodes(jufo):
+    """A job bound to a reservation (``--reservation``) is scheduled in the reservation's own
+    state, where a job running on its nodes without being in it (it started before the
+    reservation began, as with Slurm's ``IGNORE_JOBS``) was a shadow holding cores only: a
+    job asking 2 GPUs started at once beside one holding 3 of the node's 4. Now the shadow
+    holds its job's GPUs too; one GPU is free, so the job asking one starts now."""
+    nodes = {"n1": {"ncores": 4, "gpus": 4}, "n2": {"ncores": 4, "gpus": 4}}
+    resv = {"r": {"resid": "r", "starttime": "01/10/12-11:00:00", "endtime": "01/10/12-13:00:00", "nodelist": "(n1,4)"}}
+    jobs = {"g": running(1, ends_in=600, wall=1000, nodelist="(n1,1)", totalgpus=3),
+            "b": waiting(1, 100, totalgpus=2, reservation="r"),
+            "c": waiting(1, 100, totalgpus=1, reservation="r", queued="01/10/12-11:30:00")}
+    for plan in ("simulate", "slurm"):
+        run = jufo(snapshot(jobs, nodes, {"system_state": "NodeState", "reservation_binding": "named", "plan": plan},
+                            reservations=resv))
+        assert (run.start("b"), run.start("c")) == (600, 0), plan
+        assert run.jobs["b"]["jufo_nodelist"] == "(n1,1)"
+
+
 def test_zero_wall_job(jufo):
     run = jufo(snapshot({"z": waiting(4, 0), "a": waiting(4, 5, queued="01/10/12-11:10:00")}))
     assert run.start("z") == 0 and run.start("a") == 0

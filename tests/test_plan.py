@@ -319,9 +319,9 @@ def test_which_jobs_the_pass_tests_for_now_only_and_where_it_stops(monkeypatch):
     calls: list[tuple[int, bool]] = []
     place = Plan.place
 
-    def spy(self, req, partition, not_before=0, now_only=False):
+    def spy(self, req, partition, not_before=0, now_only=False, own=None):
         calls.append((req.nodes, now_only))
-        return place(self, req, partition, not_before, now_only)
+        return place(self, req, partition, not_before, now_only, own)
 
     monkeypatch.setattr(Plan, "place", spy)
     _limited_pass({"plan_min_prio_reserve": 15})

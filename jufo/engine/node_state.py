@@ -612,8 +612,9 @@ class NodeState(SystemState):
     def confined(self, resources: NodeCores, start: int, end: int) -> tuple[NodeState, list]:
         """A state with only ``resources``, usable only during ``[start, end)``: a reservation's
         own, for the jobs bound to it. Running jobs on those cores appear in it as shadows,
-        returned as (running allocation, shadow) pairs so their ends can be passed on (a
-        shadow holds cores only: the GPUs and memory of jobs running there are not counted)."""
+        returned as (running allocation, shadow) pairs so their ends can be passed on. A
+        shadow holds the job's cores there, and its GPUs and memory on those nodes (it is its
+        job's, though of no queue or user: it counts toward no limit)."""
         shape = self.machine.shape
         sub = NodeState(self.machine, self.queues, self.sharing, self.allocation, self.memory)
         sub.free = resources.copy()
@@ -621,7 +622,7 @@ class NodeState(SystemState):
         for alloc in list(self.running):
             inside = resources.difference(resources.difference(alloc.resources, shape), shape)
             if inside:
-                shadow = Allocation(alloc.start, alloc.end, inside, 0, "", "", None, f"shadow of {alloc}")
+                shadow = Allocation(alloc.start, alloc.end, inside, 0, "", "", alloc.job, f"shadow of {alloc}")
                 sub.insert(shadow)
                 shadows.append((alloc, shadow))
         sub._confine(resources, start, end)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from . import dependency
@@ -305,7 +305,8 @@ class Plan:
     """One backfill pass over pending jobs given in priority order (see the module's text)."""
 
     def __init__(self, usage: Usage, up: int, epoch: int, resolution: int = 60, window: int = 86400,
-                 reservations: list[tuple[int, int, int, bool]] | None = None, now: int = 0) -> None:
+                 reservations: list[tuple[int, int, int, bool]] | None = None, now: int = 0,
+                 reservation_ids: list[str] | None = None) -> None:
         self.usage = usage
         self.up = up
         self.epoch = epoch
@@ -316,16 +317,20 @@ class Plan:
         begin = floor_to(now, resolution, self.offset)
         self.space = NodeSpace(begin, floor_to(now + window, resolution, self.offset), up)
         self.reservations = reservations or []  # (start, end, nodes, maint)
+        # reservation id → its place in ``reservations`` (where the jobs bound to it are planned)
+        self.reservation_of = {rid: k for k, rid in enumerate(reservation_ids or [])}
 
     # -- advance reservations (job_test_resv) ---------------------------------------------------
-    def _reserved(self, start: int, wall: int, partition: int) -> tuple[int, int, bool]:
+    def _reserved(self, start: int, wall: int, partition: int, own: int | None = None) -> tuple[int, int, bool]:
         """The nodes reservations take while a job runs from ``start``, and that start: moved
         to the end of a maintenance reservation that covers the whole partition (up to ten
-        times, as Slurm). Also whether any reservation took nodes of the partition."""
+        times, as Slurm). Also whether any reservation took nodes of the partition. ``own``:
+        the reservation the job is bound to (its place in ``reservations``), which takes
+        nothing from it (``job_test_resv``: ``res2_ptr == resv_ptr``)."""
         for _ in range(11):
             taken, overlap, moved = 0, False, False
-            for r_start, r_end, nodes, maint in self.reservations:
-                if r_start >= start + wall or r_end <= start:
+            for k, (r_start, r_end, nodes, maint) in enumerate(self.reservations):
+                if k == own or r_start >= start + wall or r_end <= start:
                     continue
                 if maint and partition & ~nodes == 0:
                     start, moved = r_end, True
@@ -532,16 +537,23 @@ class Plan:
             self.space.hold(self.space.begins[0], floor_to(job.end, self.resolution, self.offset), job.mask,
                             self.resolution)
 
-    def place(self, req: Request, partition: int, not_before: int = 0, now_only: bool = False) -> Planned | None:
+    def place(self, req: Request, partition: int, not_before: int = 0, now_only: bool = False,
+              own: int | None = None) -> Planned | None:
         """Plan one job (in priority order); None if Slurm's pass finds it no start within its
         window. A job that fits now is started: later jobs see it running. ``now_only``: the
         job may only start now and gets no reservation (Slurm's ``TEST_NOW_ONLY``): None unless
-        it fits now."""
+        it fits now. ``own``: the advance reservation the job is bound to (its place in
+        ``reservations``): it runs on that reservation's nodes, from its start on."""
         base = partition & self.up
         now = self.now
         start_res = max(now, not_before)
+        if own is not None:  # job_test_resv: the reservation's nodes, from its start
+            r_start, _, nodes, _ = self.reservations[own]
+            base &= nodes
+            req = replace(req, only=req.only & nodes)
+            start_res = max(start_res, r_start)
         for _ in range(2 * len(self.space.begins) + 16):  # each retry moves start_res to a later record
-            taken, moved, overlap = self._reserved(start_res, req.wall, base)
+            taken, moved, overlap = self._reserved(start_res, req.wall, base, own)
             start_res = moved
             if now_only and start_res > now:
                 return None
@@ -594,9 +606,10 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
     ``now``: when the pass runs (default: Slurm's last pass, ``plan_time``, unless the snapshot
     shows a later change, ``last_change``).
 
-    Jobs Slurm does not test keep the simulation's forecast: those waiting for a dependency,
-    past an array's throttle or its ``bf_max_job_array_resv`` tasks tested, held by a per-user limit, bound
-    to a reservation, components of a heterogeneous job, those beyond ``bf_max_job_test``
+    A job bound to an advance reservation is planned on its nodes, from its start. Jobs Slurm
+    does not test keep the simulation's forecast: those waiting for a dependency,
+    past an array's throttle or its ``bf_max_job_array_resv`` tasks tested, held by a per-user limit,
+    components of a heterogeneous job, those beyond ``bf_max_job_test``
     (``maxtopdogs``) or beyond the pass's limits per user and partition, and all after it has
     started ``bf_max_job_start`` jobs (``config.plan_limits``); a dependency's later planned end
     moves them on. Jobs Slurm reserves nothing for (below ``bf_min_prio_reserve``, younger than
@@ -654,7 +667,11 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
         now_only = bool(limits) and limits.reserves_nothing(
             batch_priority(job, sim.sorter, 0), now - job.queued, reserved[job.queue])
         scope = machine.for_job(job, 1 if whole else None, scope=True)  # (what it may have: req.only)
-        result = plan.place(req, scope, max(0, job.arrival), now_only)
+        bound = sim.bound_to.get(job)  # a job of an advance reservation: planned inside it
+        own = None if bound is None else plan.reservation_of.get(bound)
+        if bound is not None and own is None:  # (a reservation of no nodes: the simulation's forecast)
+            continue
+        result = plan.place(req, scope, max(0, job.arrival), now_only, own)
         planned += 1
         if result is None:  # none within the window (or not now): the simulation's forecast stands
             if job.array is not None:
@@ -752,12 +769,12 @@ def _pass_of(snap: Snapshot, config: Configuration, now: int, aside: set[Job] | 
                 if free[k]:
                     free[k][n] -= amount
         held.append(job_held)
-    reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint)
-                    for res in snap.reservations if isinstance(res.resources, NodeCores)]
+    kept = [res for res in snap.reservations if isinstance(res.resources, NodeCores)]
+    reservations = [(res.start, res.end, _mask_of(res.resources.part) | res.resources.full, res.maint) for res in kept]
     return Plan(Usage(ncores, [min(u, c) for u, c in zip(used, ncores)], held, free, memory, machine.weight_tiers,
                       [node.gpus for node in machine.nodes] if free[0] else []),
                 up, snap.epoch,
-                config.resolution or 60, config.plan_window, reservations, now)
+                config.resolution or 60, config.plan_window, reservations, now, [res.id for res in kept])
 
 
 def _request(job: Job, whole: bool, machine: Machine) -> Request:
@@ -806,9 +823,9 @@ def _tested(snap: Snapshot, sim: Simulation, now: int | None = None, started: bo
     submitted after the pass at ``now`` (a snapshot with future queue dates) is not in it.
     ``started``: also the running jobs that started at ``now``, which the pass tested and
     started (they count toward its limits)."""
-    deps, bound = sim.dependencies, sim.bound_to
+    deps = sim.dependencies
     jobs = [job for job in snap.jobs if not job.running and job.read_reason is None and job.leader is None
-            and job.het is None and job.limited is None and job not in bound and job not in deps and job.wall > 0
+            and job.het is None and job.limited is None and job not in deps and job.wall > 0
             and (now is None or job.queued <= now)]
     if started and now is not None:
         jobs += [job for job in snap.jobs if job.running and job.started == now and job.leader is None
