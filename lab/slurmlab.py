@@ -609,8 +609,9 @@ def replay(lab: Lab, env: dict[str, str], jobs: list[Submit], every: float, tail
             seq += 1
             next_capture += every
         if not pending:
-            left = sh("squeue", "-h", "-o", "%i", check=False, env=env).stdout.split()
-            if not left or now > deadline:
+            asked = sh("squeue", "-h", "-o", "%i", check=False, env=env)
+            # (a squeue that failed, slurmctld busy for a moment, says nothing of what is left)
+            if (asked.returncode == 0 and not asked.stdout.split()) or now > deadline:
                 break
         time.sleep(0.5)
     capture(lab, env, seq)
