@@ -1165,3 +1165,23 @@ def test_sacct_dates_in_a_users_time_format_are_refused_naming_line_key_and_valu
     done = run("history", "import", str(sacct), "--history", str(db))
     assert done.exit_code == 2 and not db.exists()
     assert f"{sacct} line 2: Submit='" in done.output and "SLURM_TIME_FORMAT=standard" in done.output
+
+
+@pytest.mark.parametrize("name, old, new", [
+    ("job.txt", "NumCPUs=2 ", "NumCPUs=" + "7" * 5000 + " "),
+    ("job.txt", "TRES=cpu=2,mem=2000M,node=2", "TRES=cpu=2,mem=2000M,node=" + "9" * 30),
+    ("node.txt", "CPUTot=4", "CPUTot=" + "4" * 4400),
+    ("config.txt", "PriorityMaxAge          = ", "PriorityMaxAge          = " + "1" * 30),
+])
+def test_a_number_no_scontrol_prints_is_refused_naming_file_line_and_key(tmp_path, name, old, new):
+    """A run of 25 digits or more (Slurm's longest number has 20) was an internal error (exit 1)
+    where Python refuses to read a number of 4,300 digits, or passed on into the snapshot."""
+    folder = tmp_path / "capture"
+    shutil.copytree(LAB, folder)
+    text = (folder / name).read_text()
+    assert old in text
+    (folder / name).write_text(text.replace(old, new, 1))
+    raw = tmp_path / "raw.xml"
+    done = run("slurm", "snapshot", "--from", str(folder), "-o", str(raw))
+    assert done.exit_code == 2 and not raw.exists(), done.output
+    assert f"{name}, line" in done.output and "25 digits" in done.output and "Traceback" not in done.output

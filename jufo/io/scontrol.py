@@ -22,6 +22,10 @@ from .hostlist import expand_hostlist
 from .slurm import NODE_SUFFIXES, NO_TIME_LIMIT, SLURM_STATES, node_takes_jobs, seconds_of
 
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9_:/]*)=")
+# Slurm prints no number longer than 20 digits (2^64); one of 25 is damage, and Python would
+# refuse to read one of 4,300 (an internal error, where it is the input's fault)
+_HUGE = re.compile(r"\d{25}")
+_HUGE_REASON = "holds a number of 25 digits or more, which scontrol never prints"
 # lines scontrol prints instead of records when there are none
 _EMPTY = re.compile(r"^No (jobs|nodes|partitions|reservations) in the system\s*$")
 
@@ -82,6 +86,9 @@ def parse_records(text: str, source: str, id_key: str) -> list[dict[str, str]]:
                 raise SlurmTextError(source, lineno, None, token[:60], "expected Key=Value (scontrol --oneliner)")
         if id_key not in record:
             raise SlurmTextError(source, lineno, id_key, None, f"a record without {id_key}")
+        for key, value in record.items():
+            if _HUGE.search(value):
+                raise SlurmTextError(source, lineno, key, value[:60], _HUGE_REASON)
         if groups:
             record["_cpus"] = ";".join(groups)
         records.append(record)
@@ -130,6 +137,8 @@ def parse_config(text: str, source: str) -> dict[str, str]:
         key = key.strip()
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(\[\d+\])?", key):  # SlurmctldHost[0]
             raise SlurmTextError(source, lineno, key[:60], None, "not a configuration key")
+        if _HUGE.search(value):
+            raise SlurmTextError(source, lineno, key, value.strip()[:60], _HUGE_REASON)
         out[key] = value.strip()
     if "SchedulerType" not in out:
         raise SlurmTextError(source, 1, "SchedulerType", None, "missing: is this `scontrol show config` output?")
@@ -432,12 +441,12 @@ def snapshot_objects(text: SlurmText, now: int | None = None) -> list[tuple[str,
     return objects
 
 
-_GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)")  # gpu:4, gpu:a100:4(S:0-1), in a Gres list
-_GRES_TYPED = re.compile(r"(?:^|,)gpu:([^:,(]*[^:,(\d][^:,(]*):(\d+)")  # gpu:a100:4(S:0-1): the model and count
-_TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)")  # the untyped total, not gres/gpu:a100=4
-_TRES_PER_GPU = re.compile(r"(?:^|,)gres[:/]gpu(?::[^:,=]+)?[:=](\d+)")  # gres:gpu:4, gres/gpu:a100:4, gres/gpu=1
+_GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,(]+)?:(\d{1,9})(?!\d)")  # gpu:4, gpu:a100:4(S:0-1), in a Gres list
+_GRES_TYPED = re.compile(r"(?:^|,)gpu:([^:,(]+):(\d{1,9})(?!\d)")  # gpu:a100:4(S:0-1): the model and count
+_TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d{1,9})(?!\d)")  # the untyped total, not gres/gpu:a100=4
+_TRES_PER_GPU = re.compile(r"(?:^|,)gres[:/]gpu(?::[^:,=]+)?[:=](\d{1,9})(?!\d)")  # gres:gpu:4, gres/gpu:a100:4, gres/gpu=1
 # a model asked: gres:gpu:a100:2 (22.05's TresPerNode), gres/gpu:a100:2 (23.02), gres:gpu:a100 (--gres=gpu:a100: one)
-_TRES_PER_TYPED = re.compile(r"(?:^|,)gres[:/]gpu:([^:,=]*[^:,=\d][^:,=]*)(?:[:=](\d+))?(?=,|$)")
+_TRES_PER_TYPED = re.compile(r"(?:^|,)gres[:/]gpu:([^:,=]+)(?:[:=](\d{1,9})(?!\d))?(?=,|$)")  # (a model: not all digits)
 
 
 def node_gpus(node: dict[str, str]) -> int:
@@ -465,7 +474,8 @@ def node_gpu_types(node: dict[str, str]) -> str:
     """
     counts: dict[str, int] = {}
     for model, count in _GRES_TYPED.findall(node.get("Gres", "")):
-        counts[model] = counts.get(model, 0) + int(count)
+        if not model.isdigit():
+            counts[model] = counts.get(model, 0) + int(count)
     return ",".join(f"{model}:{counts[model]}" for model in sorted(counts))
 
 
@@ -489,8 +499,10 @@ def job_gpu_type(job: dict[str, str]) -> tuple[str | None, int]:
 
 def _gpu_model(text: str) -> tuple[str | None, int]:
     """The GPU model and count one ``TresPer*`` value asks (``gres:gpu:a100`` one), or (None, 0)."""
-    asked = _TRES_PER_TYPED.search(text)
-    return (asked.group(1), int(asked.group(2) or 1)) if asked else (None, 0)
+    for asked in _TRES_PER_TYPED.finditer(text):
+        if not asked.group(1).isdigit():  # (gres:gpu:2: a count, no model)
+            return asked.group(1), int(asked.group(2) or 1)
+    return None, 0
 
 
 def job_gpus(job: dict[str, str], nodes: int) -> int:
@@ -528,7 +540,7 @@ def job_gpus(job: dict[str, str], nodes: int) -> int:
 _UNITS_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
-_TRES_NODES = re.compile(r"(?:^|,)node=(\d+)(?:,|$)")
+_TRES_NODES = re.compile(r"(?:^|,)node=(\d{1,9})(?:,|$)")
 
 
 def _number(text: str) -> int:
@@ -1030,7 +1042,7 @@ def backfill_pass(sdiag: str) -> int | None:
 _QOS_RECORD = re.compile(r"^\s*QOS=(\S+?)\(\d+\)")
 _MAX_JOBS_PU = re.compile(r"\bMaxJobsPU=(\d+|N)\(")
 _MAX_TRES_PU = re.compile(r"\bMaxTRESPU=(\S*)")
-_TRES_LIMIT = re.compile(r"([\w/:.-]+)=(\d+)\(")
+_TRES_LIMIT = re.compile(r"([\w/:.-]+)=(\d{1,9})\(")
 
 
 def qos_limits(text: str) -> dict[str, dict[str, str]]:
