@@ -196,6 +196,14 @@ def _held_until(submit: int | None, eligible: int | None, start: int | None) -> 
     return eligible if start is None else min(eligible, start)
 
 
+
+def _whole_field(get: dict[str, str], name: str) -> int:
+    """A sacct count (``NNodes``, ``NCPUS``; 1 where empty); ValueError naming the field."""
+    try:
+        return int(get[name] or 1)
+    except ValueError:
+        raise ValueError(f"{name} {get[name]!r}: not a whole number") from None
+
 def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict[str, int]]:
     """Records of ``sacct --parsable2 --allusers`` output with a header line naming at least
     the fields of ``SACCT_REQUIRED`` (any order, ``sacct_columns``). Job steps (``123.batch``, ``123.0``) are
@@ -244,11 +252,16 @@ def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict
         try:
             if not job_id:
                 raise ValueError("JobID is empty")
-            nodes = int(get["NNodes"] or 1)
-            cores = int(get["NCPUS"] or 1)
+            for name in ("NNodes", "NCPUS", "Timelimit"):
+                if len(get[name]) > 30:  # (Python reads no number of 4,300 digits; sacct prints none of 31 characters)
+                    raise ValueError(f"{name} {get[name][:40]}...: {len(get[name]):,} characters, no count or time")
+            nodes, cores = (_whole_field(get, name) for name in ("NNodes", "NCPUS"))
             if nodes > MAX_NODES or cores > MAX_COUNT:
                 raise ValueError(f"NNodes {nodes:,} / NCPUS {cores:,}: more than a machine can mean")
-            wall = seconds_of(get["Timelimit"])
+            try:
+                wall = seconds_of(get["Timelimit"])
+            except ValueError as err:
+                raise ValueError(f"Timelimit {get['Timelimit']!r}: {err}") from None
         except ValueError as err:
             raise InputError(f"{source} line {lineno}", None, line[:200], f"not a sacct job line: {err}") from None
         submit, start, end, eligible = (_sacct_date(get, key, f"{source} line {lineno}")
