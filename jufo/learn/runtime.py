@@ -26,7 +26,7 @@ from ..io.accounting import JobRecord
 RAISE_MIN = 60  # a prediction raised by doubling lies at least this far beyond the elapsed time
 RAISE_JOBS = 5  # recent jobs that overran as far as a running job: fewer, and its prediction is doubled
 REACH_JOBS = 100  # the latest finished jobs whose overruns give the reach
-MIN_REACH_JOBS = 30  # fewer say nothing: no reach
+MIN_REACH_JOBS = 30  # fewer say nothing: a range reaches all the way
 
 
 def size_class(cores: int) -> int:
@@ -128,15 +128,17 @@ def overrun(predicted: int, run: int, wall: int) -> float | None:
 
 def reach(overruns: Iterable[float | None], level: float) -> float:
     """How far toward their walls the latest jobs ran beyond their predictions: the ``level``
-    quantile of their overruns (``overrun``), between 0 and 1; 0 from fewer than
-    ``MIN_REACH_JOBS`` jobs with an overrun.  O(n log n).
+    quantile of their overruns (``overrun``), between 0 and 1; 1 (all the way: not known yet)
+    from fewer than ``MIN_REACH_JOBS`` jobs with an overrun, as in a history's first minutes,
+    where a range cut from a few quick starters would promise what nothing has shown.
+    O(n log n).
 
     >>> reach([k / 100 for k in range(100)], 0.8), reach([-1.0] * 50, 0.8), reach([0.5] * 10, 0.8)
-    (0.79, 0.0, 0.0)
+    (0.79, 0.0, 1.0)
     """
     known = sorted(o for o in overruns if o is not None)
     if len(known) < MIN_REACH_JOBS:
-        return 0.0
+        return 1.0
     return min(1.0, max(0.0, known[min(len(known) - 1, max(0, math.ceil(level * len(known)) - 1))]))
 
 
