@@ -280,7 +280,7 @@ def _gpu_types(obj: LmlObject, report: Report) -> tuple[tuple[str, int], ...]:
     (('a100', 2), ('v100', 2))
     """
     text = obj.data["gputypes"]
-    found = re.fullmatch(r"\s*[\w.-]+:\d{1,9}(?:\s*,\s*[\w.-]+:\d{1,9})*\s*", text)
+    found = re.fullmatch(r"\s*[^:,()\s]+:\d{1,9}(?:\s*,\s*[^:,()\s]+:\d{1,9})*\s*", text)  # (Gres's models)
     if not found:
         report.warn(obj.label, "gputypes", text, "not MODEL:COUNT,...; its GPUs are of no model a job asks")
         return ()

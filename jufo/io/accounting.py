@@ -196,7 +196,6 @@ def _held_until(submit: int | None, eligible: int | None, start: int | None) -> 
     return eligible if start is None else min(eligible, start)
 
 
-
 def _whole_field(get: dict[str, str], name: str) -> int:
     """A sacct count (``NNodes``, ``NCPUS``; 1 where empty); ValueError naming the field."""
     try:
