@@ -27,6 +27,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from jufo.io.scontrol import parse_records
+
 VERSIONS = ("22.05", "23.02", "24.05", "26.05")
 _TOKEN = re.compile(r"(?<!\S)(TRES|OverSubscribe|ExclusiveUser)=(\S*)")
 _STATE = re.compile(r"(?<!\S)JobState=(\S+)")
@@ -44,13 +46,8 @@ def partition_sharing(partition_text: str) -> dict[str, str]:
     >>> partition_sharing("PartitionName=a OverSubscribe=EXCLUSIVE\\nPartitionName=b OverSubscribe=FORCE:4\\n")
     {'a': 'EXCLUSIVE', 'b': 'FORCE'}
     """
-    out = {}
-    for line in partition_text.splitlines():
-        name = re.search(r"(?<!\S)PartitionName=(\S+)", line)
-        over = re.search(r"(?<!\S)OverSubscribe=([A-Z]+)", line)
-        if name:
-            out[name.group(1)] = over.group(1) if over else "NO"
-    return out
+    return {part["PartitionName"]: part.get("OverSubscribe", "NO").split(":")[0].upper()
+            for part in parse_records(partition_text, "partition.txt", "PartitionName")}
 
 
 def render_jobs(text: str, version: str, sharing: dict[str, str]) -> str:
