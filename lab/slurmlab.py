@@ -396,7 +396,33 @@ def stop(directory: Path) -> list[str]:
             except ProcessLookupError:
                 pass
     pids.unlink()
+    steps = lab_steps(conf)
+    for pid in steps:  # left when slurmctld was gone and could not end its jobs: they die with the lab
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if steps:
+        stopped.append(f"{len(steps)} job processes")
     return stopped
+
+
+def lab_steps(conf: Path) -> list[int]:
+    """The pids of this lab's job steps and job processes still alive: a ``slurmstepd`` started by one
+    of its slurmd, or a process of one of its jobs (``SLURM_JOB_ID`` set, ``SLURM_CONF`` the lab's)."""
+    mark = f"SLURM_CONF={conf}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if mark in env and (comm == "slurmstepd" or any(v.startswith(b"SLURM_JOB_ID=") for v in env)):
+            found.append(int(entry.name))
+    return sorted(found)
 
 
 # --- the workload --------------------------------------------------------------------------

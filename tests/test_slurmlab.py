@@ -65,3 +65,24 @@ def test_gpu_models_go_to_the_gpu_nodes_in_turn():
     assert any(line.startswith("NodeName=n[01-04] ") and "Gres" not in line for line in lines)
     assert [line for line in _conf(nodes=8, gpus=2, partitions="mixed") if "Gres=" in line][0].startswith(
         "NodeName=n[05-08] ")
+
+
+def test_stop_finds_the_lab_jobs_processes_left_alive_and_no_other(tmp_path):
+    """A job's processes outlive a slurmctld that died: stop ends those of its own lab's jobs (SLURM_CONF the
+    lab's, SLURM_JOB_ID set), not a shell that only points at the lab, nor another lab's job."""
+    import os
+    import subprocess
+
+    conf = tmp_path / "etc" / "slurm.conf"
+    other = tmp_path / "other" / "slurm.conf"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    job = subprocess.Popen(["sleep", "60"], env={**base, "SLURM_CONF": str(conf), "SLURM_JOB_ID": "7"})
+    shell = subprocess.Popen(["sleep", "60"], env={**base, "SLURM_CONF": str(conf)})
+    elsewhere = subprocess.Popen(["sleep", "60"], env={**base, "SLURM_CONF": str(other), "SLURM_JOB_ID": "7"})
+    try:
+        assert slurmlab.lab_steps(conf) == [job.pid]
+    finally:
+        for p in (job, shell, elsewhere):
+            p.kill()
+            p.wait()
+    assert slurmlab.lab_steps(conf) == []
