@@ -2,7 +2,7 @@
 settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
 "starts now" and the real start.
 
-    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--set KEY=VALUE] [--json] [--rows FILE]
+    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--set KEY=VALUE] [--scale S] [--json] [--rows FILE]
 
 For each capture and each pending job that later started: the walltime forecast
 (``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
@@ -14,6 +14,11 @@ With ``--exact``, the history forecast is given every job's real run time (``act
 from the lab's ``sacct``): not a forecast, but how close jufo's model of the lab's Slurm comes
 when run times are known, so that what is left of the history forecast's error is its run times'
 (``running`` or ``waiting``: only those jobs' run times).
+
+With ``--scale S`` (the replay's time compression, ``slurmlab.py --scale``), the same job-snapshots
+are scored in the trace's own time as a backtest scores a trace: every lab second counts S seconds,
+errors within 15 min and 1 h, the 80 % ranges, overall and by real wait (under 15 min, 15 min–1 h,
+1–6 h, over 6 h), next to the walltime-only forecast, "starts now" and Slurm's estimate.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from jufo import cli
 from jufo.io import accounting, lml, scontrol, slurm
 from jufo.io.dates import parse_date
+from jufo.learn import accuracy
 
 FORECASTERS = ("slurm", "walltime", "history", "starts now")
 
@@ -217,6 +223,33 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
     return out
 
 
+def in_trace_time(rows: list[dict], scale: float) -> dict:
+    """The scored job-snapshots ``rows`` (``score``'s) as a backtest of the trace would score them:
+    every lab second ``scale`` trace seconds, overall and by real wait (``accuracy.so_far``), for the
+    history forecast with its ranges (where scored), the walltime-only one, "starts now" and Slurm's
+    estimate (``batch system``).
+
+    >>> r = in_trace_time([{"at": 0, "history": 10, "walltime": 5, "slurm": None, "lo": 0, "hi": 20,
+    ...                     "actual": 12}], 100)
+    >>> r["overall"]["history"]["median_abs_error"], r["by_wait"]["15 min-1 h"]["history"]["coverage"]
+    (200, 1.0)
+    """
+    def t(value: int | None, base: int) -> int | None:
+        return None if value is None else round((value - base) * scale)
+
+    def slurm(r: dict) -> int | None:  # as ``score`` counts it: an estimate from before the capture is stale
+        return r["slurm"] if r["slurm"] is not None and r["slurm"] >= r["at"] - 60 else None
+
+    table_rows = [(0, t(r["history"], r["at"]), t(r["walltime"], r["at"]), t(slurm(r), r["at"]),
+                   t(r["lo"], r["at"]), t(r["hi"], r["at"]), t(r["actual"], r["at"]), "") for r in rows]
+    out = accuracy.so_far(table_rows)
+    del out["by_queue"]
+    return out
+
+
+TRACE_FORECASTERS = ("history", "walltime", "starts now", "batch system", "history, same forecasts")
+
+
 def table(result: dict) -> str:
     rows = [f"{result['lab']}: {result['captures']} captures, {result['job_snapshots']} pending job-snapshots",
             f"{'forecast':12s} {'n':>5s} {'median err':>11s} {'median |err|':>12s} {'<=60 s':>7s} {'<=5 min':>8s}"]
@@ -237,6 +270,11 @@ def table(result: dict) -> str:
         r = result["range"]
         rows.append(f"history range: {r['with_range']} with a range, coverage {r['coverage']:.1%}, median width "
                     f"{r['median_width']:.0f} s, median remaining wait {r['median_remaining_wait']:.0f} s")
+    trace = result.get("in_trace_time")
+    if trace:
+        names = [n for n in TRACE_FORECASTERS if trace["overall"][n].get("count")]
+        rows.append(f"in the trace's time (x {result['scale']:g}; 'batch system' is Slurm's estimate):")
+        rows += accuracy.blocks_text([("overall", trace["overall"]), *trace["by_wait"].items()], names, counts=True)
     return "\n".join(rows)
 
 
@@ -253,11 +291,18 @@ def main(argv: list[str] | None = None) -> None:
                    help="a scheduler key over jufo slurm config's, for both forecasts (repeatable)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", type=Path, help="also write each scored job-snapshot to this tab-separated file")
+    p.add_argument("--scale", type=float, help="the replay's time compression (slurmlab.py --scale): also score "
+                   "in the trace's time, by real wait, as a backtest does")
     args = p.parse_args(argv)
-    rows: list[dict] | None = [] if args.rows else None
+    rows: list[dict] | None = [] if args.rows or args.scale else None
     if args.exact and not args.history:
         p.error("--exact is for the history forecast: give --history too")
+    if args.scale is not None and not args.scale > 0:
+        p.error(f"--scale {args.scale:g}: a compression above 0")
     result = score(args.lab, args.history, args.every, rows, args.exact, args.settings)
+    if args.scale:
+        result["scale"] = args.scale
+        result["in_trace_time"] = in_trace_time(rows, args.scale)
     if args.rows:
         lines = ["\t".join(ROW_FIELDS)] + ["\t".join("" if r[k] is None else str(r[k]) for k in ROW_FIELDS)
                                            for r in rows]

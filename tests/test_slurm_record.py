@@ -904,3 +904,26 @@ def test_a_lab_under_slurms_default_backfill_interval_with_a_burst_at_its_start(
     assert result["history"]["median_abs_error"] <= 0.25 * result["slurm"]["median_abs_error"]
     assert result["history"]["within_5min"] >= 2 * result["slurm"]["within_5min"]
     assert 0.7 <= result["range"]["coverage"] <= 0.9
+
+
+def test_a_lab_record_scored_in_its_traces_time_as_a_backtest_scores_a_trace(tmp_path_factory):
+    """``score.py --scale 75`` on lab-default (HPC2N's time / 75): each lab second counts 75 trace
+    seconds, so the errors are the lab's times 75, the ranges held the same share, and every
+    job-snapshot falls in one class of its real wait; Slurm's estimate is counted where the lab
+    score counts it (not stale)."""
+    score = lab_module("score")
+    lab = unpack(tmp_path_factory, "lab-default")
+    rows: list[dict] = []
+    result = score.score(lab, history=True, every=6, rows=rows)
+    trace = score.in_trace_time(rows, 75)
+    overall = trace["overall"]
+    assert overall["history"]["count"] == result["history"]["count"] == len(rows)
+    assert abs(overall["history"]["median_abs_error"] - 75 * result["history"]["median_abs_error"]) <= 75
+    assert abs(overall["batch system"]["median_abs_error"] - 75 * result["slurm"]["median_abs_error"]) <= 75
+    assert overall["batch system"]["count"] == result["slurm"]["count"]
+    assert overall["history"]["coverage"] == pytest.approx(result["range"]["coverage"])
+    assert sum(block["history"]["count"] for block in trace["by_wait"].values()) == len(rows)
+    longest = trace["by_wait"]["over 6 h"]["starts now"]
+    assert longest["count"] and longest["within_1h"] == 0  # a wait over 6 h is over 1 h from "now"
+    text = score.table({**result, "scale": 75, "in_trace_time": trace})
+    assert "in the trace's time (x 75" in text and "over 6 h" in text
