@@ -594,7 +594,11 @@ class NodeState(SystemState):
 
     def _window(self, end: int) -> tuple[NodeCores, int]:
         """What is free throughout ``[now, end)`` and its node count, cached per prefix of
-        ``planned`` and state version.  O(log planned) when cached."""
+        ``planned`` and state version.  O(log planned) when cached; else, past ``UNION_FROM``
+        reservations in the window, free now less the reserved profile's union over it (the
+        reservations that begin by the last one's start: O(buckets) unions), where 500 planned
+        jobs made each miss subtract a hundred reservations one by one (half of all set
+        operations on a 10,000-node site)."""
         now = self.now
         prefix = self.planned.bisect_key_left((max(end, now + 1), -1))
         key = (self.version, prefix)
@@ -602,10 +606,14 @@ class NodeState(SystemState):
         if found is None:
             if len(self._windows) > 64:
                 self._windows.clear()
-            window = self.free.copy()
-            for alloc in self.planned.islice(0, prefix):
-                if alloc.end > now and alloc.end > alloc.start:  # zero-length ones hold nothing
-                    window.subtract(alloc.resources, self.machine.shape)
+            if self.counted and prefix > self.UNION_FROM:  # reservations do not overlap: the profile is their union
+                window = self.free.difference(self.reserved.union_over(now, self.planned[prefix - 1].start + 1),
+                                              self.machine.shape)
+            else:
+                window = self.free.copy()
+                for alloc in self.planned.islice(0, prefix):
+                    if alloc.end > now and alloc.end > alloc.start:  # zero-length ones hold nothing
+                        window.subtract(alloc.resources, self.machine.shape)
             found = self._windows[key] = (window, window.node_count())
         return found
 
@@ -875,6 +883,7 @@ class NodeState(SystemState):
         self._count(alloc, max(alloc.start, self.now), alloc.end, 1)
 
     GAP_SEGMENTS = 64  # reserved segments a gap is looked for in: past them, not known
+    UNION_FROM = 8  # reservations in a window past which ``_window`` reads their union off the profile
 
     def replan(self, alloc: Allocation, start: int, resources: NodeCores) -> Allocation:
         """A move to an earlier start on the same nodes and cores (72 % of compression's moves
