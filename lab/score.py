@@ -28,6 +28,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -96,6 +97,75 @@ def newer_than_last_pass(doc: lml.Document) -> bool | None:
     return False
 
 
+_TOKEN = r"(?<= ){key}=\S*"
+
+
+def _set(line: str, key: str, value: str) -> str:
+    """``line`` (one ``scontrol --oneliner`` record) with ``key``'s value replaced."""
+    return re.sub(_TOKEN.format(key=re.escape(key)), lambda _: f"{key}={value}", line, count=1)
+
+
+def _stamp(t: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+def _clock(seconds: int) -> str:
+    hours, rest = divmod(max(0, seconds), 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def rewound(cap: Path, dest: Path) -> int | None:
+    """Write to ``dest`` the capture ``cap`` as Slurm saw it at its last backfill pass (sdiag's
+    "Last cycle when"): jobs submitted after it left out, jobs that started after it pending
+    again, jobs that ended after it running again (to their limits, as Slurm plans them), the
+    capture's time the pass's. Returns the pass's time, or None where the capture has no sdiag.
+    What Slurm showed as a pending job's estimate was planned from that state: jufo's plan of
+    it tells whether a difference is jufo's, or only that the estimate is older than the capture."""
+    sdiag = cap / "sdiag.txt"
+    last = scontrol.backfill_pass(sdiag.read_text()) if sdiag.exists() else None
+    if last is None:
+        return None
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in cap.iterdir():
+        if f.is_file() and f.name not in ("job.txt", "at"):
+            (dest / f.name).write_bytes(f.read_bytes())
+    (dest / "at").write_text(f"{last}\n")
+    out = []
+    for line in (cap / "job.txt").read_text().splitlines():
+        rec = next(iter(scontrol.parse_records(line, str(cap / "job.txt"), "JobId")), None)
+        if rec is None:
+            out.append(line)
+            continue
+        submit, start, end = (_date(rec.get(k)) for k in ("SubmitTime", "StartTime", "EndTime"))
+        state = rec.get("JobState", "")
+        if submit is not None and submit > last:
+            continue  # not submitted yet
+        if state == "PENDING":
+            out.append(line)
+            continue
+        ran = start is not None and not slurm.never_ran(state, start, end, rec.get("NodeList", ""))
+        if ran and start <= last:
+            if end is not None and end <= last and state != "RUNNING":
+                out.append(line)  # over by then
+                continue
+            limit = slurm.seconds_of(rec.get("TimeLimit", ""))
+            line = _set(_set(line, "JobState", "RUNNING"), "RunTime", _clock(last - start))
+            if limit is not None:
+                line = _set(line, "EndTime", _stamp(start + limit))
+            out.append(line)
+        elif ran or (end is not None and end > last):  # started later, or cancelled later while pending
+            line = _set(_set(_set(line, "JobState", "PENDING"), "Reason", "Priority"), "RunTime", "00:00:00")
+            for key in ("StartTime", "EndTime"):
+                line = _set(line, key, "Unknown")
+            line = _set(_set(line, "NodeList", "(null)"), "BatchHost", "(null)")
+            line = re.sub(r" Nodes=\S* CPU_IDs=\S* Mem=\S* GRES=\S*", "", line)
+            out.append(line)
+        else:
+            out.append(line)
+    (dest / "job.txt").write_text("\n".join(out) + "\n")
+    return last
+
+
 def stats(errors: list[int]) -> dict:
     if not errors:
         return {"count": 0}
@@ -130,17 +200,19 @@ def with_real_run_times(snap: str, runs: dict[str, int], out: str, which: str = 
 
 
 def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = None, exact: str | None = None,
-          settings: list[str] = ()) -> dict:
+          settings: list[str] = (), rewind: bool = False) -> dict:
     """The scores of the lab's captures (every ``every``-th); ``rows`` (if given) gets one row
     per pending job-snapshot scored (``ROW_FIELDS``, epoch seconds, None where there is none);
     ``exact`` (one of ``EXACT``): the history forecast knows those jobs' real run times (a
     ceiling, not a forecast); ``settings``: ``KEY=VALUE`` over ``jufo slurm config``'s, for
-    both forecasts (``--set``)."""
+    both forecasts (``--set``); ``rewind``: also plan each capture newer than Slurm's last pass
+    as Slurm saw it then (``rewound``) and compare that with Slurm's estimates."""
     captures = sorted(p for p in (lab / "capture").iterdir() if (p / "job.txt").exists())[::every]
     real = real_starts(sorted((lab / "capture").iterdir()))
     errors: dict[str, list[int]] = {f: [] for f in FORECASTERS}
     fidelity: list[int] = []
     newer: dict[bool | None, list[int]] = {True: [], False: [], None: []}  # by newer_than_last_pass
+    seen_by_pass: list[int] = []  # the newer ones, planned as Slurm saw them at its last pass (``rewind``)
     ranges = {"held": 0, "with_range": 0, "widths": [], "remaining": []}
     differ: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,6 +231,14 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
             jufo("predict", snap, "--config", site, *given_settings, "-o", out, "-q")
             wall = {o.data.get("step"): o.data for o in lml.read(out).of_type("job")}
             stale = newer_than_last_pass(doc)
+            as_seen = {}
+            if rewind and stale:
+                seen_dir, seen_snap = Path(tmp) / "rewound", os.path.join(tmp, "rewound.xml")
+                if rewound(cap, seen_dir) is not None:
+                    jufo("slurm", "snapshot", "--from", str(seen_dir), "-o", seen_snap)
+                    jufo("predict", seen_snap, "--config", site, *given_settings, "-o", out, "-q")
+                    as_seen = {o.data.get("step"): _date(o.data.get("jufo_starttime"))
+                               for o in lml.read(out).of_type("job")}
             learned = {}
             if history and sacct.exists():
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
@@ -185,6 +265,8 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
                     if est is not None and est >= at - 60:
                         fidelity.append(abs(mine - est))
                         newer[stale].append(abs(mine - est))
+                        if as_seen.get(step) is not None:
+                            seen_by_pass.append(abs(as_seen[step] - est))
                         if abs(mine - est) > 60 and len(differ) < 40:
                             differ.append({"capture": cap.name, "job": step, "jufo": mine - at, "slurm": est - at,
                                            "actual": actual - at, "reason": d.get("reason")})
@@ -215,6 +297,9 @@ def score(lab: Path, history: bool, every: int = 1, rows: list[dict] | None = No
            **{f"fidelity_{name}": {"compared": len(newer[key]),
                                    "within_60s": sum(x <= 60 for x in newer[key]) / len(newer[key])}
               for key, name in ((False, "seen_by_last_pass"), (True, "newer_than_last_pass")) if newer[key]}}
+    if seen_by_pass:
+        out["fidelity_newer_planned_as_last_pass_saw"] = {
+            "compared": len(seen_by_pass), "within_60s": sum(x <= 60 for x in seen_by_pass) / len(seen_by_pass)}
     if ranges["with_range"]:
         out["range_by_capture"] = ranges.get("by_capture", {})
         out["range"] = {"with_range": ranges["with_range"], "coverage": ranges["held"] / ranges["with_range"],
@@ -266,6 +351,10 @@ def table(result: dict) -> str:
             part = result.get(f"fidelity_{key}")
             if part:
                 rows.append(f"  {what}: {part['within_60s']:.1%} of {part['compared']}")
+        part = result.get("fidelity_newer_planned_as_last_pass_saw")
+        if part:
+            rows.append(f"  the newer ones planned as Slurm saw them at its last pass: {part['within_60s']:.1%} "
+                        f"of {part['compared']}")
     if "range" in result:
         r = result["range"]
         rows.append(f"history range: {r['with_range']} with a range, coverage {r['coverage']:.1%}, median width "
@@ -291,6 +380,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="a scheduler key over jufo slurm config's, for both forecasts (repeatable)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--rows", type=Path, help="also write each scored job-snapshot to this tab-separated file")
+    p.add_argument("--rewind", action="store_true", help="also plan each capture newer than Slurm's last pass as "
+                   "Slurm saw it then, and compare that with Slurm's estimates")
     p.add_argument("--scale", type=float, help="the replay's time compression (slurmlab.py --scale): also score "
                    "in the trace's time, by real wait, as a backtest does")
     args = p.parse_args(argv)
@@ -299,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--exact is for the history forecast: give --history too")
     if args.scale is not None and not args.scale > 0:
         p.error(f"--scale {args.scale:g}: a compression above 0")
-    result = score(args.lab, args.history, args.every, rows, args.exact, args.settings)
+    result = score(args.lab, args.history, args.every, rows, args.exact, args.settings, args.rewind)
     if args.scale:
         result["scale"] = args.scale
         result["in_trace_time"] = in_trace_time(rows, args.scale)
