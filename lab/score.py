@@ -2,7 +2,8 @@
 settings ``jufo slurm config`` reads from the lab's own Slurm, next to Slurm's own estimate,
 "starts now" and the real start.
 
-    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--set KEY=VALUE] [--scale S] [--json] [--rows FILE]
+    python lab/score.py DIR [--history [--exact [all|running|waiting]]] [--set KEY=VALUE] [--rewind] [--scale S]
+                            [--json] [--rows FILE]
 
 For each capture and each pending job that later started: the walltime forecast
 (``jufo_starttime`` without a history), Slurm's estimate (the pending job's ``StartTime``) and,
@@ -19,6 +20,10 @@ With ``--scale S`` (the replay's time compression, ``slurmlab.py --scale``), the
 are scored in the trace's own time as a backtest scores a trace: every lab second counts S seconds,
 errors within 15 min and 1 h, the 80 % ranges, overall and by real wait (under 15 min, 15 min–1 h,
 1–6 h, over 6 h), next to the walltime-only forecast, "starts now" and Slurm's estimate.
+
+With ``--rewind``, each capture that shows a change Slurm's last backfill pass had not seen is
+also planned as Slurm saw it at that pass (``rewound``): Slurm's estimates there are that pass's
+plan, older than the capture, so this tells jufo's differences from the estimate's age.
 """
 
 from __future__ import annotations
@@ -106,7 +111,8 @@ def _set(line: str, key: str, value: str) -> str:
 
 
 def _stamp(t: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+    """A date as scontrol prints it, of seconds in its own clock (as ``_date`` reads them)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
 
 
 def _clock(seconds: int) -> str:
@@ -122,9 +128,11 @@ def rewound(cap: Path, dest: Path) -> int | None:
     What Slurm showed as a pending job's estimate was planned from that state: jufo's plan of
     it tells whether a difference is jufo's, or only that the estimate is older than the capture."""
     sdiag = cap / "sdiag.txt"
-    last = scontrol.backfill_pass(sdiag.read_text()) if sdiag.exists() else None
+    text = sdiag.read_text() if sdiag.exists() else ""
+    last = scontrol.backfill_pass(text)
     if last is None:
         return None
+    pass_at = last + scontrol.wall_clock_offset(text, "", None)  # in the clock the dates are printed in
     dest.mkdir(parents=True, exist_ok=True)
     for f in cap.iterdir():
         if f.is_file() and f.name not in ("job.txt", "at"):
@@ -138,22 +146,22 @@ def rewound(cap: Path, dest: Path) -> int | None:
             continue
         submit, start, end = (_date(rec.get(k)) for k in ("SubmitTime", "StartTime", "EndTime"))
         state = rec.get("JobState", "")
-        if submit is not None and submit > last:
+        if submit is not None and submit > pass_at:
             continue  # not submitted yet
         if state == "PENDING":
             out.append(line)
             continue
         ran = start is not None and not slurm.never_ran(state, start, end, rec.get("NodeList", ""))
-        if ran and start <= last:
-            if end is not None and end <= last and state != "RUNNING":
+        if ran and start <= pass_at:
+            if end is not None and end <= pass_at and state != "RUNNING":
                 out.append(line)  # over by then
                 continue
             limit = slurm.seconds_of(rec.get("TimeLimit", ""))
-            line = _set(_set(line, "JobState", "RUNNING"), "RunTime", _clock(last - start))
+            line = _set(_set(line, "JobState", "RUNNING"), "RunTime", _clock(pass_at - start))
             if limit is not None:
                 line = _set(line, "EndTime", _stamp(start + limit))
             out.append(line)
-        elif ran or (end is not None and end > last):  # started later, or cancelled later while pending
+        elif ran or (end is not None and end > pass_at):  # started later, or cancelled later while pending
             line = _set(_set(_set(line, "JobState", "PENDING"), "Reason", "Priority"), "RunTime", "00:00:00")
             for key in ("StartTime", "EndTime"):
                 line = _set(line, key, "Unknown")

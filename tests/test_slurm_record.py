@@ -999,3 +999,22 @@ def test_a_capture_rewound_to_slurms_last_pass(tmp_path_factory, tmp_path):
     assert changed >= 3
     snap = tmp_path / "seen.xml"
     assert main(["slurm", "snapshot", "--from", str(tmp_path / "seen"), "-o", str(snap)], standalone_mode=False) in (0, None)
+
+
+def test_a_capture_rewound_where_the_clock_is_not_utc(tmp_path_factory, tmp_path):
+    """Slurm prints dates in local time and sdiag both ways: a capture made 5 h 30 min east of
+    UTC is rewound to the same jobs in the same states, every printed date moved alike."""
+    score = lab_module("score")
+    from jufo.io import scontrol
+    from test_scontrol import _elsewhere
+
+    cap = unpack(tmp_path_factory, "lab-kthd") / "capture" / "0050"
+    there = _elsewhere(cap, tmp_path / "there", 19800)
+    assert score.rewound(cap, tmp_path / "a") == score.rewound(there, tmp_path / "b")
+
+    def states(folder):
+        return {r["JobId"]: (r["JobState"], r["RunTime"])
+                for r in scontrol.parse_records((folder / "job.txt").read_text(), "job.txt", "JobId")}
+
+    assert states(tmp_path / "a") == states(tmp_path / "b")
+    assert len(states(tmp_path / "a")) < len(states(cap))  # jobs submitted after the pass left out
