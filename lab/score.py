@@ -42,7 +42,7 @@ from pathlib import Path
 
 from jufo import cli
 from jufo.io import accounting, lml, scontrol, slurm
-from jufo.io.dates import parse_date
+from jufo.io.dates import format_date, parse_date
 from jufo.learn import accuracy
 
 FORECASTERS = ("slurm", "walltime", "history", "starts now")
@@ -110,11 +110,6 @@ def _set(line: str, key: str, value: str) -> str:
     return re.sub(_TOKEN.format(key=re.escape(key)), lambda _: f"{key}={value}", line, count=1)
 
 
-def _stamp(t: int) -> str:
-    """A date as scontrol prints it, of seconds in its own clock (as ``_date`` reads them)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
-
-
 def _clock(seconds: int) -> str:
     hours, rest = divmod(max(0, seconds), 3600)
     return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
@@ -159,7 +154,7 @@ def rewound(cap: Path, dest: Path) -> int | None:
             limit = slurm.seconds_of(rec.get("TimeLimit", ""))
             line = _set(_set(line, "JobState", "RUNNING"), "RunTime", _clock(pass_at - start))
             if limit is not None:
-                line = _set(line, "EndTime", _stamp(start + limit))
+                line = _set(line, "EndTime", format_date(start + limit, "%Y-%m-%dT%H:%M:%S"))  # in its own clock
             out.append(line)
         elif ran or (end is not None and end > pass_at):  # started later, or cancelled later while pending
             line = _set(_set(_set(line, "JobState", "PENDING"), "Reason", "Priority"), "RunTime", "00:00:00")
