@@ -335,9 +335,6 @@ def in_trace_time(rows: list[dict], scale: float) -> dict:
     return out
 
 
-TRACE_FORECASTERS = ("history", "walltime", "starts now", "batch system", "history, same forecasts")
-
-
 def table(result: dict) -> str:
     rows = [f"{result['lab']}: {result['captures']} captures, {result['job_snapshots']} pending job-snapshots",
             f"{'forecast':12s} {'n':>5s} {'median err':>11s} {'median |err|':>12s} {'<=60 s':>7s} {'<=5 min':>8s}"]
@@ -364,7 +361,7 @@ def table(result: dict) -> str:
                     f"{r['median_width']:.0f} s, median remaining wait {r['median_remaining_wait']:.0f} s")
     trace = result.get("in_trace_time")
     if trace:
-        names = [n for n in TRACE_FORECASTERS if trace["overall"][n].get("count")]
+        names = [n for n in accuracy.SO_FAR if trace["overall"][n].get("count")]
         rows.append(f"in the trace's time (x {result['scale']:g}; 'batch system' is Slurm's estimate):")
         rows += accuracy.blocks_text([("overall", trace["overall"]), *trace["by_wait"].items()], names, counts=True)
     return "\n".join(rows)
