@@ -203,6 +203,7 @@ def _whole_field(get: dict[str, str], name: str) -> int:
     except ValueError:
         raise ValueError(f"{name} {get[name]!r}: not a whole number") from None
 
+
 def read_sacct(lines: Iterable[str], source: str) -> tuple[list[JobRecord], dict[str, int]]:
     """Records of ``sacct --parsable2 --allusers`` output with a header line naming at least
     the fields of ``SACCT_REQUIRED`` (any order, ``sacct_columns``). Job steps (``123.batch``, ``123.0``) are
