@@ -109,7 +109,7 @@ def test_overruns_are_each_predicted_from_the_jobs_that_ended_before():
     """The reach's evidence: each of the latest finished jobs against what the predictor said
     before it ended; the predictor afterwards is the one learned from all of them."""
     from jufo.io.accounting import JobRecord
-    from jufo.learn.runtime import RuntimePredictor, reach
+    from jufo.learn.runtime import RuntimePredictor, early_share, reach, shortfall
 
     recs = [JobRecord(str(k), "u", queue="q", wall=1000, submit=k * 10, start=k * 10, end=k * 10 + 100 + 50 * (k % 3))
             for k in range(40)]
@@ -118,6 +118,10 @@ def test_overruns_are_each_predicted_from_the_jobs_that_ended_before():
     before = RuntimePredictor(recs[:35])
     predicted, _ = before.predict("u", "q", 1000, 1)
     assert overruns[0] == (recs[35].runtime - predicted) / (1000 - predicted)
+    assert predictor.shortfalls[0] == shortfall(predicted, recs[35].runtime) and len(predictor.shortfalls) == 5
+    assert early_share(predictor.shortfalls) == 0.0  # five say nothing: no reach toward now
+    learned = RuntimePredictor.learning(recs)[0]
+    assert 0 < early_share(learned.shortfalls) == sum(learned.shortfalls) / 40 < 1
     assert predictor.predict("u", "q", 1000, 1) == RuntimePredictor(recs).predict("u", "q", 1000, 1)
     assert reach(overruns, 0.8) == 1.0  # five say nothing: a range reaches all the way
     assert 0 < reach(RuntimePredictor.learning(recs)[1], 0.8) < 1
@@ -133,6 +137,20 @@ def test_a_range_reaches_toward_the_walltime_forecast_only_beyond_its_own_end():
     assert calibration.range(100 * day, 100 * day + 600, reach_toward(100 * day + 600, 100 * day + 700, 0.5)) == plain
     far = calibration.range(100 * day, 100 * day + 600, reach_toward(100 * day + 600, 100 * day + 40_600, 0.5))
     assert far[:3] == (plain[0], plain[1], 100 * day + 20_600) and far[3].endswith("toward the walltime forecast")
+
+
+def test_a_range_reaches_toward_now_only_below_its_own_start():
+    from jufo.learn.calibration import reach_toward_now
+
+    day = 86400
+    past = [Scored(d * day, d * day + 900, d * day + 900 + d % 5, d * day, job=str(d)) for d in range(40)]
+    calibration = Calibration(past, 0.8)
+    now, predicted = 100 * day, 100 * day + 900
+    plain = calibration.range(now, predicted)
+    assert plain[1] == predicted  # forecasts came true to the second: the range starts at the forecast
+    assert calibration.range(now, predicted, lower=reach_toward_now(now, predicted, 0.0)) == plain
+    low = calibration.range(now, predicted, lower=reach_toward_now(now, predicted, 0.2))
+    assert low[:3] == (plain[0], now + 720, plain[2]) and low[3].endswith("reaching toward now")
 
 
 def test_a_backtest_gives_each_range_the_planning_grid_its_snapshot_had():

@@ -1148,11 +1148,12 @@ def test_ranges_that_held_less_are_widened_and_the_output_says_so(tmp_path):
     assert level == {"coverage": 0.8, "level": 0.99, "held_lately": 0.5}
 
 
-def test_a_range_reaches_toward_the_walltime_forecast_as_far_as_recent_jobs_overran(tmp_path):
+def test_a_range_reaches_toward_the_walltime_forecast_and_toward_now_as_far_as_recent_jobs_ran(tmp_path):
     """Earlier forecasts came true to the second, so the calibrated range is the forecast
     itself; but the user's recent jobs ran 3,000 or 5,000 s where 4,000 s was predicted. The
     running job's predicted end is as uncertain: the range reaches 31 % (the 80 % quantile of
-    those overruns, 1,000 of 3,200 s) of the way to the walltime forecast, and says so."""
+    those overruns, 1,000 of 3,200 s) of the way to the walltime forecast, and 12.5 % (the mean
+    shortfall: half the jobs ended 25 % short) of the way back to now, and says so."""
     path, src, out = tmp_path / "h.db", tmp_path / "in.xml", tmp_path / "out.xml"
     records, rows = [], []
     for i in range(200):  # forecasts that came true, of jobs that ended long ago
@@ -1167,14 +1168,17 @@ def test_a_range_reaches_toward_the_walltime_forecast_as_far_as_recent_jobs_over
                                  submit=end - run - 60, start=end - run, end=end))
     predict_behind_a_running_job(path, records, rows, src, out)
     a = predictions(out.read_bytes())["a"]
-    best, hi, wall = (parse_date(a[k])[0] - EPOCH for k in ("jufo_starttime", "jufo_starttime_hi", "jufo_starttime_wall"))
+    best, lo, hi, wall = (parse_date(a[k])[0] - EPOCH for k in ("jufo_starttime", "jufo_starttime_lo",
+                                                               "jufo_starttime_hi", "jufo_starttime_wall"))
     assert (best, wall) == (400, 3600)  # the running job's predicted end (4,000 s), and its wall
     assert hi == 400 + round(0.3125 * 3200)
-    assert "reaching toward the walltime forecast" in a["jufo_model"]
+    assert lo == round(0.875 * 400)
+    assert "reaching toward the walltime forecast, reaching toward now" in a["jufo_model"]
     shown = cli("history", "show", "--history", str(path))
     assert "a range's upper end reaches at least 31% of the way to the walltime forecast" in shown.stdout
+    assert "a range's lower end reaches at least 12% of the way to now" in shown.stdout
     toward = json.loads(cli("history", "show", "--history", str(path), "--json").stdout)["range_reach"]
-    assert toward == {"reach": 0.3125, "jobs": 100}
+    assert toward == {"reach": 0.3125, "jobs": 100, "toward_now": 0.125, "toward_now_jobs": 100}
 
 
 def test_a_range_spans_at_least_the_planning_grid(tmp_path):

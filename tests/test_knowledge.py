@@ -37,8 +37,9 @@ def test_indexes_answer_as_learning_from_scratch(trace):
         known = source.records(now)
         finished = sorted((r for r in known if r.end is not None and r.start is not None), key=lambda r: (r.end, r.id))
         (scratch, overruns), asof = RuntimePredictor.learning(finished), runtimes.as_of(now)
-        assert asof.overruns() == overruns, now  # the reach's evidence, and what raises running jobs
-        asof.learned_overruns(asof.overruns())
+        # the reach's evidence, what raises running jobs, and how far a range reaches toward now
+        assert asof.recent_runs() == (overruns, scratch.shortfalls), now
+        asof.learned_overruns(*asof.recent_runs())
         some_overruns += len(overruns) == 100
         for r in rng.sample(records, 200):
             for elapsed in (None, r.wall // 3, r.wall * 2 // 3):
@@ -143,8 +144,8 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed, cancelled):
             finished = sorted((r for r in known if r.end is not None and r.start is not None),
                               key=lambda r: (r.end, r.id))
             (scratch, overruns), asof = RuntimePredictor.learning(finished), runtimes.as_of(now)
-            assert asof.overruns() == overruns, (now, keep_days)  # the reach's evidence, at every tie
-            asof.learned_overruns(overruns)
+            assert asof.recent_runs() == (overruns, scratch.shortfalls), (now, keep_days)  # the reach's evidence
+            asof.learned_overruns(overruns, scratch.shortfalls)
             compared["overruns"] += len(overruns)
             for user, queue, wall, cores in keys:
                 for elapsed in (None, 600, wall // 2):

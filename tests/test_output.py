@@ -127,6 +127,8 @@ def test_out_of_memory_is_one_line_and_fast(tmp_path):
     snap = tmp_path / "juropa.xml"
     subprocess.run([sys.executable, "-m", "benchmarks.bench", "juropa", "--write", str(snap)], check=True, cwd=ROOT)
     oom = "jufo: error: out of memory (the input is too large for the memory this process may use)"
+    starting = ("jufo: error: out of memory while starting (the memory this process may use is too small for "
+                "jufo itself)")
     said = False
     for mb in range(30, 400, 10):
         def limit(mb=mb):
@@ -142,6 +144,8 @@ def test_out_of_memory_is_one_line_and_fast(tmp_path):
         seconds = time.perf_counter() - began
         if run.returncode == 0:
             break
+        if run.returncode == 1 and run.stderr.decode().strip() == starting:
+            continue  # at the border, the imports fitted the probe above but not this run
         assert run.returncode == 1 and run.stderr.decode().strip() == oom, (mb, run.stderr[-500:])
         assert seconds < 30 and not (tmp_path / "o.xml").exists()
         said = True

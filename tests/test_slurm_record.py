@@ -864,7 +864,9 @@ def test_a_gpu_lab_whose_jobs_wait_for_gpus_is_forecast_with_them(tmp_path_facto
     against 37.3 %, ranges held 86.5 % of 1,569. jufo before its simulation counted GPUs: 50 s
     (38 s against 105 s, 0.36x), 59.3 %, ranges 82.3 %. On every third capture, as here: 94.1 %
     of 439, 26 s against 104 s, within 60 s 74.7 % against 39.0 %, ranges 86.4 % of 484 (before:
-    51 s, 58.2 %, 81.8 %)."""
+    51 s, 58.2 %, 81.8 %). Since ranges reach toward now as far as recent jobs ended short of
+    their predicted run times (2026-12-01), they hold more than promised here: 91.7 % of all,
+    91.9 % on every third capture, at 1.12x the remaining wait where they were 0.90x."""
     score = lab_module("score")
     lab = unpack(tmp_path_factory, "lab-gpus")
     asked = json.loads((lab / "workload.json").read_text())
@@ -876,7 +878,7 @@ def test_a_gpu_lab_whose_jobs_wait_for_gpus_is_forecast_with_them(tmp_path_facto
     assert result["history"]["median_abs_error"] <= 0.3 * result["slurm"]["median_abs_error"]
     assert result["history"]["within_60s"] >= 1.7 * result["slurm"]["within_60s"]
     assert result["history"]["within_5min"] >= result["slurm"]["within_5min"]
-    assert 0.75 <= result["range"]["coverage"] <= 0.9
+    assert 0.75 <= result["range"]["coverage"] <= 0.95
 
 
 def test_a_lab_under_slurms_default_backfill_interval_with_a_burst_at_its_start(tmp_path_factory):

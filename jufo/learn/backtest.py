@@ -32,7 +32,7 @@ from ..io import accounting
 from ..io import lml
 from ..io import swf
 from ..io.accounting import JobRecord
-from .calibration import Scored, ScoredWindow, held, reach_toward
+from .calibration import Scored, ScoredWindow, held, reach_toward, reach_toward_now
 from ..io.errors import InputError, Report
 from ..engine.snapshot import prepare, trace_snapshot
 from .history import KEEP_DAYS, SCORED_LIMIT
@@ -72,6 +72,7 @@ class Raw:
     submit: int
     upper: int | None = None  # where its range should reach at least (calibration.reach_toward)
     step: int = 0  # the planning grid's step (Slurm's bf_resolution): the range spans half of it either side
+    lower: int | None = None  # where its range should reach down to at least (calibration.reach_toward_now)
 
 
 class TraceSource:
@@ -228,7 +229,8 @@ def snapshot_forecasts(settings: Settings, at: int) -> list[Raw]:
         start = None if job.start is None else snap.epoch + job.start
         wall_start = None if plain is None else snap.epoch + plain
         out.append(Raw(snap.epoch, job.key, start, wall_start, trace.epoch + real.start, trace.epoch + real.submit,
-                       None if start is None else reach_toward(start, wall_start, knowledge.reach), config.resolution))
+                       None if start is None else reach_toward(start, wall_start, knowledge.reach), config.resolution,
+                       None if start is None else reach_toward_now(snap.epoch, start, knowledge.early)))
     return out
 
 
@@ -402,7 +404,7 @@ def calibrate(per_snapshot: list[list[Raw]], coverage: float, keep_days: int = K
             if r.learned is None:
                 out.append(Forecast(r, r.learned, None, None))
                 continue
-            found = calibration.range(now, r.learned, r.upper, r.step)
+            found = calibration.range(now, r.learned, r.upper, r.step, r.lower)
             if found is None:
                 out.append(Forecast(r, r.learned, None, None))
             else:

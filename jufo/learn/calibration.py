@@ -419,7 +419,7 @@ class Calibration:
         return set(self.jobs.get(b, ()))
 
     def range(self, now: int, predicted: int, upper: int | None = None,
-              step: int = 0) -> tuple[int, int, int, str] | None:
+              step: int = 0, lower: int | None = None) -> tuple[int, int, int, str] | None:
         """``(best, lo, hi, bucket label)`` for a forecast made at ``now`` of a start at
         ``predicted`` (epoch seconds), None when the history cannot calibrate this horizon.
         The best estimate moves the simulated wait halfway (``SHRINK``, in log ratio) toward
@@ -431,7 +431,8 @@ class Calibration:
         The range is widened to hold the best estimate where it lies outside.
         (Moving the forecast to the nearest end of the range instead tripled the what-if
         answer's error on an HPC2N week: 20,024 s against 6,916 s.) ``upper``, if given, is where the range
-        should reach at least (``reach_toward``); the label then says so. ``step``, the batch
+        should reach at least (``reach_toward``); the label then says so; ``lower`` likewise
+        where it should reach down to (``reach_toward_now``). ``step``, the batch
         system's planning grid (Slurm's ``bf_resolution``), is the finest a start can be
         known: the range reaches at least half a step either side of the best estimate (not
         before ``now``), and the label says so where that widened it.
@@ -445,6 +446,8 @@ class Calibration:
         (8640901, 8640900, 8640904, '15 min-1 h')
         >>> Calibration(sharp, 0.8).range(100 * day, 100 * day + 900, step=60)[1:]
         (8640871, 8640931, "15 min-1 h, at least half the planning grid's 60 s step either side")
+        >>> Calibration(sharp, 0.8).range(100 * day, 100 * day + 900, lower=100 * day + 675)[1:]
+        (8640675, 8640904, '15 min-1 h, reaching toward now')
         """
         wait = max(0, predicted - now)
         band = self.band(bucket(wait))
@@ -459,6 +462,8 @@ class Calibration:
         label = band.label
         if upper is not None and upper > max(hi, best):
             hi, label = upper, f"{label}, reaching toward the walltime forecast"
+        if lower is not None and lower < min(lo, best):
+            lo, label = lower, f"{label}, reaching toward now"
         lo, hi = min(lo, best), max(hi, best)
         # Slurm plans starts on its grid, and a job held to a step by the plan may start at
         # the end before it: on the Slurm labs, ranges narrower than a step missed early
@@ -669,3 +674,19 @@ def reach_toward(predicted: int, wall: int | None, reach: float) -> int | None:
     if wall is None or reach <= 0 or wall <= predicted:
         return None
     return predicted + round(reach * (wall - predicted))
+
+
+def reach_toward_now(now: int, predicted: int, share: float) -> int | None:
+    """Where a range should reach down to at least: ``share`` of the way from the forecast with
+    learned run times (``predicted``) back to ``now``, as if the jobs ahead ended as far short
+    of their predictions as recent jobs did in the mean (``runtime.early_share``). The
+    counterpart of ``reach_toward``: the ratios the ranges are cut from are of forecasts
+    already scored, and where jobs start sooner than those did (on the KTH Slurm labs, behind a
+    chain of wide jobs that ended early), the ranges missed early. None without a share.
+
+    >>> reach_toward_now(1000, 1400, 0.25), reach_toward_now(1000, 1400, 0.0), reach_toward_now(1000, 1000, 0.5)
+    (1300, None, None)
+    """
+    if share <= 0 or predicted <= now:
+        return None
+    return now + round((1 - share) * (predicted - now))

@@ -33,7 +33,8 @@ from .behaviour import (CAP_DAYS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, cap_events, ca
 from .calibration import Calibration
 from .cancellation import CancelIndex
 from .outlook import HistorySource, Learned
-from .runtime import REACH_JOBS, RuntimeRules, overrun, reach, reach_candidate, run_keys, share_keys
+from .runtime import (REACH_JOBS, RuntimeRules, early_share, overrun, reach, reach_candidate, run_keys, share_keys,
+                      shortfall)
 
 
 class RuntimeIndex:
@@ -81,20 +82,22 @@ class RuntimeAsOf(RuntimeRules):
         return rec.end >= self.now - self.index.keep and rec.start < self.now and \
             self.now - 2 * self.index.keep <= rec.submit <= self.now
 
-    def overruns(self, recent: int = REACH_JOBS) -> list[float | None]:
-        """``RuntimePredictor.learning``'s overruns as of ``now``: the last ``recent`` known
-        finished jobs with a wall, each predicted from the known jobs that ended before it.
-        O(recent × a prediction)."""
-        finished, out = self.index.finished, []
+    def recent_runs(self, recent: int = REACH_JOBS) -> tuple[list[float | None], list[float]]:
+        """``RuntimePredictor.learning``'s overruns and shortfalls as of ``now``: of the last
+        ``recent`` known finished jobs with a wall, each predicted from the known jobs that
+        ended before it, in the order they ended.  O(recent × a prediction)."""
+        finished, overruns, shortfalls = self.index.finished, [], []
         for i in range(self.upto - 1, -1, -1):
             rec = finished[i]
-            if rec.end < self.now - self.index.keep or len(out) == recent:  # older ones are not known either
+            if rec.end < self.now - self.index.keep or len(overruns) == recent:  # older ones are not known either
                 break
             if self.known(rec) and reach_candidate(rec):
                 predicted, _ = RuntimeAsOf(self.index, self.now, i).predict(rec.user, rec.queue, rec.wall, rec.cores)
-                out.append(overrun(predicted, rec.end - rec.start, rec.wall))
-        out.reverse()
-        return out
+                overruns.append(overrun(predicted, rec.end - rec.start, rec.wall))
+                shortfalls.append(shortfall(predicted, rec.end - rec.start))
+        overruns.reverse()
+        shortfalls.reverse()
+        return overruns, shortfalls
 
     def _last(self, positions: list[int] | None, count: int) -> list:
         """The last ``count`` known records among ``positions``.  O(log n + skipped)."""
@@ -313,7 +316,8 @@ class TraceKnowledge:
         if caps is None:
             caps = learn_user_caps(source.records(now), now, self.capacity)
         runtimes = self.runtimes.as_of(now)
-        overruns = runtimes.overruns()
-        runtimes.learned_overruns(overruns)
+        overruns, shortfalls = runtimes.recent_runs()
+        runtimes.learned_overruns(overruns, shortfalls)
         return Learned(runtimes, WeeklyWindows(self.windows.closed(now), now), caps,
-                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now))
+                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now),
+                       early_share(shortfalls))

@@ -25,7 +25,8 @@ from ..engine.prediction import Behaviour
 from . import accuracy
 from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
 from .cancellation import CANCEL_DAYS, CancelOdds
-from .calibration import DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward
+from .calibration import (DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward,
+                          reach_toward_now)
 from ..engine.configuration import Configuration
 from ..io.dates import date_writer, format_date, parse_date
 from ..io.errors import Report
@@ -35,7 +36,7 @@ from ..engine.prediction import Forecast, placement_pairs, simulate
 from ..engine.snapshot import Snapshot
 from .history import History, Observation
 from ..engine.job import HELD_STATES, WAITING, Job
-from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy, in_end_order, reach
+from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy, early_share, in_end_order, reach
 from ..engine.windows import WeeklyWindows
 
 
@@ -59,6 +60,7 @@ class Learned:
     calibration: Calibration
     reach: float = 0.0  # how far toward their walls recent jobs ran beyond their predictions (runtime.reach)
     cancels: CancelOdds | None = None  # the odds that a waiting job is cancelled before it starts
+    early: float = 0.0  # how far short of their predictions recent jobs ended, in the mean (runtime.early_share)
 
 
 def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
@@ -90,7 +92,8 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     if habits is None:
         habits = habits_at(records, snap)
     caps, closed = habits
-    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels)
+    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels,
+                   early_share(predictor.shortfalls))
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
@@ -173,7 +176,8 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
         if job.start is not None and not job.running:
             plain = walls.get(job.id)
             upper = reach_toward(snap.epoch + job.start, None if plain is None else snap.epoch + plain, knowledge.reach)
-            found = knowledge.calibration.range(snap.epoch, snap.epoch + job.start, upper, config.resolution)
+            lower = reach_toward_now(snap.epoch, snap.epoch + job.start, knowledge.early)
+            found = knowledge.calibration.range(snap.epoch, snap.epoch + job.start, upper, config.resolution, lower)
             if found is not None:
                 ranges[job.id] = found
     return Outlook(walls, learned, behaviour, knowledge, coverage, ranges)
@@ -511,8 +515,10 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10, 
                          "range_ratio": [band.low, band.high] if band else None})
     out["lateness_by_horizon"] = horizons
     out["range_level"] = {"coverage": coverage, "level": calibration.level, "held_lately": calibration.held_lately}
-    overruns = [o for o in RuntimePredictor.learning(in_end_order(records))[1] if o is not None]
-    out["range_reach"] = {"reach": reach(overruns, coverage), "jobs": len(overruns)}
+    predictor, overruns = RuntimePredictor.learning(in_end_order(records))
+    overruns = [o for o in overruns if o is not None]
+    out["range_reach"] = {"reach": reach(overruns, coverage), "jobs": len(overruns),
+                          "toward_now": early_share(predictor.shortfalls), "toward_now_jobs": len(predictor.shortfalls)}
     fared: dict[str, dict[str, list[bool]]] = {"all": {}, "by_horizon": {}, "by_user_queue": {}}
     for user, queue, made, predicted, lo, hi, start in history.range_outcomes():
         inside = lo <= start <= hi
@@ -605,6 +611,10 @@ def taught_text(info: dict) -> str:
         lines.append(f"  a range's upper end reaches at least {toward['reach']:.0%} of the way to the walltime forecast: "
                      f"as far as {level['coverage']:.0%} of the latest {toward['jobs']} jobs ran beyond their "
                      f"predicted run times toward their walls")
+    if toward and toward.get("toward_now", 0) > 0:
+        lines.append(f"  a range's lower end reaches at least {toward['toward_now']:.0%} of the way to now: as far "
+                     f"short of their predicted run times as the latest {toward['toward_now_jobs']} jobs ended, "
+                     f"in the mean")
     lines.append("\nRanges so far: share of started jobs whose real start fell inside")
     so_far = info["range_coverage_so_far"]
     if not so_far["all"]:

@@ -26,7 +26,7 @@ from ..io.accounting import JobRecord
 RAISE_MIN = 60  # a prediction raised by doubling lies at least this far beyond the elapsed time
 RAISE_JOBS = 5  # recent jobs that overran as far as a running job: fewer, and its prediction is doubled
 REACH_JOBS = 100  # the latest finished jobs whose overruns give the reach
-MIN_REACH_JOBS = 30  # fewer say nothing: a range reaches all the way
+MIN_REACH_JOBS = 30  # fewer say nothing: a range reaches all the way up, and not down toward now
 
 
 def size_class(cores: int) -> int:
@@ -45,11 +45,14 @@ class RuntimeRules:
     RUNS = 2  # run times averaged per key (Tsafrir's last two)
     SHARES = 20  # shares of the wall whose median a queue or size class gives
     overran: Sequence[float] = ()  # the latest finished jobs' overruns, sorted (``learned_overruns``)
+    shortfalls: Sequence[float] = ()  # the same jobs' shortfalls (``shortfall``), in the order they ended
 
-    def learned_overruns(self, overruns: Iterable[float | None]) -> None:
+    def learned_overruns(self, overruns: Iterable[float | None], shortfalls: Iterable[float] = ()) -> None:
         """Keep the latest finished jobs' overruns (``overrun``; None left out), which raise
-        the predictions of running jobs that outlived theirs.  O(n log n)."""
+        the predictions of running jobs that outlived theirs, and their shortfalls, which
+        tell how far a range reaches toward now (``early_share``).  O(n log n)."""
         self.overran = sorted(o for o in overruns if o is not None)
+        self.shortfalls = list(shortfalls)
 
     def raised(self, predicted: int, elapsed: int, wall: int) -> int:
         """The run time of a job still running at ``elapsed`` seconds, past its ``predicted``
@@ -126,6 +129,32 @@ def overrun(predicted: int, run: int, wall: int) -> float | None:
     return None if wall <= predicted else (run - predicted) / (wall - predicted)
 
 
+def shortfall(predicted: int, run: int) -> float:
+    """How far short of its prediction a run time ended, as a share of the prediction: 0 at
+    or beyond it, 1 for a job that ended at once (or a prediction of nothing).
+
+    >>> shortfall(400, 100), shortfall(400, 500), shortfall(0, 10)
+    (0.75, 0.0, 0.0)
+    """
+    return max(0.0, (predicted - run) / predicted) if predicted > 0 else 0.0
+
+
+def early_share(shortfalls: Sequence[float]) -> float:
+    """How far a range's lower end reaches toward now (``calibration.reach_toward_now``): the
+    mean share by which the latest jobs ended short of their predictions (``shortfall``),
+    those that did not counted as 0. The mean, not a high quantile as ``reach`` takes for
+    overruns: a start waits on the sum of the run times ahead of it, whose shortfalls
+    average out, and the quantile of single jobs' (0.5–0.57 at 80 % on the KTH labs) made the
+    ranges hold 85–91 %. 0 (no reach) from fewer than ``MIN_REACH_JOBS`` jobs.  O(n).
+
+    >>> early_share([0.5, 0.0] * 20), early_share([0.5] * 10)
+    (0.25, 0.0)
+    """
+    if len(shortfalls) < MIN_REACH_JOBS:
+        return 0.0
+    return min(1.0, sum(shortfalls) / len(shortfalls))
+
+
 def reach(overruns: Iterable[float | None], level: float) -> float:
     """How far toward their walls the latest jobs ran beyond their predictions: the ``level``
     quantile of their overruns (``overrun``), between 0 and 1; 1 (all the way: not known yet)
@@ -196,7 +225,8 @@ class RuntimePredictor(RuntimeRules):
     def learning(cls, finished: list[JobRecord], recent: int = REACH_JOBS) -> tuple[RuntimePredictor, list[float | None]]:
         """The predictor of ``finished`` (in the order they ended) and the overruns of the last
         ``recent`` of them with a wall (``reach_candidate``), each predicted from the jobs that
-        ended before it: what the reach is read from.  O(n)."""
+        ended before it: what the reach is read from (their shortfalls the predictor keeps,
+        ``shortfalls``).  O(n)."""
         tail = len(finished)
         seen = 0
         while tail > 0 and seen < recent:
@@ -204,12 +234,14 @@ class RuntimePredictor(RuntimeRules):
             seen += reach_candidate(finished[tail])
         predictor = cls(finished[:tail])
         overruns: list[float | None] = []
+        shortfalls: list[float] = []
         for rec in finished[tail:]:
             if reach_candidate(rec):
                 predicted, _ = predictor.predict(rec.user, rec.queue, rec.wall, rec.cores)
                 overruns.append(overrun(predicted, rec.runtime, rec.wall))
+                shortfalls.append(shortfall(predicted, rec.runtime))
             predictor.add(rec)
-        predictor.learned_overruns(overruns)
+        predictor.learned_overruns(overruns, shortfalls)
         return predictor, overruns
 
     def _runs(self, key: tuple) -> deque | None:
