@@ -121,6 +121,34 @@ def test_a_closed_reader_is_quiet():
     assert proc.returncode in (0, 1) and err == b""
 
 
+def test_a_limit_too_small_for_jufos_own_modules_is_one_line_both_ways_in(tmp_path):
+    """Under address-space limits where the interpreter starts but jufo's modules do not all
+    load (a MemoryError, or a shared library that cannot be mapped in), ``jufo`` and ``python
+    -m jufo`` each say so in one line, exit 1, never a traceback."""
+    script = os.path.join(os.path.dirname(sys.executable), "jufo")
+    if not os.path.exists(script):
+        pytest.skip("no jufo console script beside this interpreter (not installed with pip)")
+    said = 0
+    for mb in range(16, 64, 2):
+        def limit(mb=mb):
+            resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+
+        if subprocess.run([sys.executable, "-c", "pass"], capture_output=True, preexec_fn=limit).returncode:
+            continue  # not even the interpreter starts
+        for way in ([script], [sys.executable, "-m", "jufo"]):
+            run = subprocess.run([*way, "predict", str(tmp_path / "none.xml")], capture_output=True,
+                                 preexec_fn=limit, cwd=tmp_path, timeout=60)
+            err = run.stderr.decode(errors="replace")
+            if run.returncode == 2:  # it started, and found no input
+                continue
+            assert run.returncode == 1 and "Traceback" not in err and err.count("\n") == 1, (mb, way, err[-500:])
+            assert err.startswith("jufo: "), (mb, way, err)
+            said += 1
+        if said and run.returncode == 2:
+            break
+    assert said, "no limit was too small for jufo's modules and large enough for the interpreter"
+
+
 def test_out_of_memory_is_one_line_and_fast(tmp_path):
     """Under growing address-space limits: each run either succeeds or says "out of memory" in
     one line (exit 1) within seconds; limits too small for jufo's own imports are passed over."""
