@@ -153,6 +153,21 @@ def test_a_range_reaches_toward_now_only_below_its_own_start():
     assert low[:3] == (plain[0], now + 720, plain[2]) and low[3].endswith("reaching toward now")
 
 
+def test_a_range_of_starts_now_reaches_now_where_real_starts_came_later():
+    """Earlier "starts now" forecasts all started 1,000–2,000 s late, so the calibrated range
+    of a new one begins after now; reaching toward now (any share) takes it back to now."""
+    from jufo.learn.calibration import reach_toward_now
+
+    day = 86400
+    past = [Scored(d * day, d * day, d * day + 1000 + 25 * d, d * day, job=str(d)) for d in range(40)]
+    calibration = Calibration(past, 0.8)
+    now = 100 * day
+    plain = calibration.range(now, now)
+    assert plain[1] > now  # the range lies wholly later than the forecast
+    reached = calibration.range(now, now, lower=reach_toward_now(now, now, 0.1))
+    assert reached[1] == now and reached[2] == plain[2] and reached[3].endswith("reaching toward now")
+
+
 def test_a_backtest_gives_each_range_the_planning_grid_its_snapshot_had():
     """Forecasts that came true to the second calibrate to ranges of no width; with the
     snapshot's planning grid (``Raw.step``, Slurm's bf_resolution) the backtest's ranges span

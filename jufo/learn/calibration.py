@@ -682,11 +682,14 @@ def reach_toward_now(now: int, predicted: int, share: float) -> int | None:
     of their predictions as recent jobs did in the mean (``runtime.early_share``). The
     counterpart of ``reach_toward``: the ratios the ranges are cut from are of forecasts
     already scored, and where jobs start sooner than those did (on the KTH Slurm labs, behind a
-    chain of wide jobs that ended early), the ranges missed early. None without a share.
+    chain of wide jobs that ended early), the ranges missed early. A forecast of "starts now"
+    reaches now itself, which the lasting bias may have moved the range past (KTH daily: jobs the
+    simulation starts at once are moved hours later, and those that did start at once missed).
+    None without a share.
 
     >>> reach_toward_now(1000, 1400, 0.25), reach_toward_now(1000, 1400, 0.0), reach_toward_now(1000, 1000, 0.5)
-    (1300, None, None)
+    (1300, None, 1000)
     """
-    if share <= 0 or predicted <= now:
+    if share <= 0:
         return None
-    return now + round((1 - share) * (predicted - now))
+    return now + round((1 - share) * max(0, predicted - now))
