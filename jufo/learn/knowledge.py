@@ -33,8 +33,7 @@ from .behaviour import (CAP_DAYS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, cap_events, ca
 from .calibration import Calibration
 from .cancellation import CancelIndex
 from .outlook import HistorySource, Learned
-from .runtime import (REACH_JOBS, RuntimeRules, early_share, overrun, reach, reach_candidate, run_keys, share_keys,
-                      shortfall)
+from .runtime import REACH_JOBS, RuntimeRules, overrun, reach, reach_candidate, run_keys, share_keys, shortfall
 
 
 class RuntimeIndex:
@@ -319,5 +318,4 @@ class TraceKnowledge:
         overruns, shortfalls = runtimes.recent_runs()
         runtimes.learned_overruns(overruns, shortfalls)
         return Learned(runtimes, WeeklyWindows(self.windows.closed(now), now), caps,
-                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now),
-                       early_share(shortfalls))
+                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now))

@@ -10,6 +10,7 @@ only for then.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import pickle
@@ -60,7 +61,12 @@ class Learned:
     calibration: Calibration
     reach: float = 0.0  # how far toward their walls recent jobs ran beyond their predictions (runtime.reach)
     cancels: CancelOdds | None = None  # the odds that a waiting job is cancelled before it starts
-    early: float = 0.0  # how far short of their predictions recent jobs ended, in the mean (runtime.early_share)
+
+    @functools.cached_property
+    def early(self) -> float:
+        """How far short of their predictions recent jobs ended, in the mean (``runtime.early_share``
+        of the shortfalls the predictor keeps): how far a range reaches toward now."""
+        return early_share(self.predictor.shortfalls)
 
 
 def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
@@ -92,8 +98,7 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     if habits is None:
         habits = habits_at(records, snap)
     caps, closed = habits
-    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels,
-                   early_share(predictor.shortfalls))
+    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels)
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
