@@ -519,11 +519,30 @@ def gpu_bound(jobs: list[Submit], share: float) -> list[Submit]:
     return jobs
 
 
+TIMEOUT_RATIO = 0.98  # a trace job that ran this much of its limit ran into it (its kill took the rest)
+TIMEOUT_SLEEP = 120  # with ``timeouts``: how far past its limit such a job sleeps, so Slurm kills it
+
+
+def run_seconds(run: float, limit: float, limit_min: int, timeouts: bool = False) -> int:
+    """A lab job's ``sleep``: the trace job's run/limit ratio of the lab limit, ending 5 s before
+    the limit; with ``timeouts``, a job that ran into its limit (``TIMEOUT_RATIO``) sleeps past
+    it, so that Slurm ends it at its limit as the real machine did (state TIMEOUT).
+
+    >>> run_seconds(50, 100, 2), run_seconds(99, 100, 2), run_seconds(99, 100, 2, timeouts=True)
+    (60, 115, 240)
+    """
+    ratio = min(run / limit, 1.0)
+    if timeouts and ratio >= TIMEOUT_RATIO:
+        return limit_min * 60 + TIMEOUT_SLEEP
+    return max(1, min(int(ratio * limit_min * 60), limit_min * 60 - 5))
+
+
 def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: int,
-             cancel: float = 0.0) -> list[Submit]:
+             cancel: float = 0.0, timeouts: bool = False) -> list[Submit]:
     """``jobs`` consecutive usable jobs of ``trace`` after ``skip``: submit times divided by
     ``scale``, limits divided by ``scale`` and rounded to whole minutes (at least 1), run times at
-    the job's real run/limit ratio of the lab limit, sizes scaled from ``procs`` processors to the
+    the job's real run/limit ratio of the lab limit (``run_seconds``; with ``timeouts``, the jobs
+    that ran into their limit do so again), sizes scaled from ``procs`` processors to the
     lab's nodes, users mapped onto the lab's users. A ``cancel`` share of them (chosen by their
     trace number) is given a patience of 1–10 minutes: a user who cancels a job still waiting
     then (the cleaned traces left out the jobs really cancelled)."""
@@ -537,8 +556,7 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
     for r in rows:
         number, submit, run, size, limit, uid = int(r[0]), r[1], r[3], int(r[4]), r[8], int(r[11])
         limit_min = max(1, round(limit / scale / 60))
-        ratio = min(run / limit, 1.0)
-        sleep = max(1, min(int(ratio * limit_min * 60), limit_min * 60 - 5))
+        sleep = run_seconds(run, limit, limit_min, timeouts)
         nodes = max(1, min(lab.nodes, round(size * lab.nodes / procs)))
         if lab.user_cpus:  # no job asks more than a user may hold (it would wait for ever)
             nodes = max(1, min(nodes, lab.user_cpus // lab.cores))
@@ -708,6 +726,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="with --priority fairshare: how fast usage decays (PriorityDecayHalfLife, lab minutes)")
     p.add_argument("--bf-interval", type=int, default=5, metavar="SECONDS",
                    help="seconds between backfill passes (bf_interval; Slurm's default is 30, the labs' 5)")
+    p.add_argument("--timeouts", action="store_true",
+                   help="trace jobs that ran into their limit (98 %% of it or more) do so again: Slurm kills them "
+                        "at their limit (state TIMEOUT), as at a real site; without it every job ends 5 s early")
     p.add_argument("--bf", default="", metavar="PARAMS",
                    help="more SchedulerParameters, e.g. bf_max_job_user=4,bf_min_age_reserve=120")
     args = p.parse_args(argv)
@@ -752,7 +773,7 @@ def main(argv: list[str] | None = None) -> None:
             return
         if not args.trace:
             raise SystemExit("slurmlab: run needs a TRACE")
-        jobs = workload(args.trace, lab, args.jobs, args.skip, args.scale, args.procs, args.cancel)
+        jobs = workload(args.trace, lab, args.jobs, args.skip, args.scale, args.procs, args.cancel, args.timeouts)
         maintenance = None
         if args.partitions == "mixed":
             jobs = mixed(jobs, lab)

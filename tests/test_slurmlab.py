@@ -1,4 +1,5 @@
-"""The Slurm lab's configuration, without a Slurm: what ``slurmlab.slurm_conf`` writes."""
+"""The Slurm lab's configuration and workload, without a Slurm: what ``slurmlab.slurm_conf`` writes and
+``slurmlab.workload`` submits."""
 
 from __future__ import annotations
 
@@ -23,6 +24,24 @@ def test_fair_share_usage_decays_with_the_half_life_asked_in_lab_minutes():
     assert "PriorityDecayHalfLife=1-00:01:00" in _conf(priority="fairshare", halflife=1441)
     assert not any(line.startswith("PriorityDecayHalfLife") for line in _conf(priority="multifactor"))
 
+
+
+def test_with_timeouts_the_trace_jobs_that_ran_into_their_limit_sleep_past_it(tmp_path):
+    """``--timeouts``: a trace job that ran 98 % of its limit or more was killed at it, so in the
+    lab it sleeps past its limit and Slurm kills it (state TIMEOUT); the others, and every job
+    without the option, end 5 s before their limit at the latest."""
+    import gzip
+
+    trace = tmp_path / "t.swf.gz"
+    lines = [f"{k} {k * 60} 0 {run} 1 -1 -1 1 {limit} -1 1 {k % 3} 1 -1 1 -1 -1 -1"
+             for k, (run, limit) in enumerate([(12000, 12000), (11900, 12000), (10800, 12000), (6000, 12000)], 1)]
+    with gzip.open(trace, "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    lab = slurmlab.Lab(tmp_path, nodes=4, cores=1)
+    plain = [j.sleep for j in slurmlab.workload(str(trace), lab, 4, 0, 100.0, 4)]
+    killed = [j.sleep for j in slurmlab.workload(str(trace), lab, 4, 0, 100.0, 4, timeouts=True)]
+    assert plain == [115, 115, 108, 60]  # limits of 2 min, each run at its ratio, 5 s before the limit at most
+    assert killed == [120 + slurmlab.TIMEOUT_SLEEP, 120 + slurmlab.TIMEOUT_SLEEP, 108, 60]
 
 def test_gpu_jobs_are_a_share_of_the_shared_partitions_jobs_chosen_by_trace_number():
     """``--gpu-jobs SHARE``: that share of the shared partition's jobs asks ``--gres=gpu:1``
