@@ -1020,6 +1020,36 @@ def test_a_kth_lab_whose_jobs_run_into_their_limits_as_on_the_real_machine(tmp_p
     assert result["history"]["within_60s"] >= 1.5 * result["slurm"]["within_60s"]
     assert 0.75 <= result["range"]["coverage"] <= 0.87 and result["range"]["with_range"] > 1500
 
+
+def test_the_mixed_lab_whose_jobs_run_into_their_limits(tmp_path_factory):
+    """lab-mixtimeouts.tar.xz (152 KB), recorded 2026-12-02: the mixed workload
+    (priority/multifactor, an exclusive and a core-shared partition, a maintenance reservation,
+    a dependency chain, a throttled array) on HPC2N's jobs from the 22,500th, a window no record
+    had used, at Slurm's default ``bf_interval=30`` and with ``--timeouts``: 67 jobs killed
+    0-29 s past their limits (15 s in the median). ``python lab/slurmlab.py run
+    ../shared/traces/HPC2N-2002-2.1-cln.swf.gz --dir DIR --nodes 32 --cores 4 --jobs 320 --skip
+    22500 --scale 100 --procs 240 --partitions mixed --priority multifactor --accounting --every 30
+    --bf-interval 30 --ports 1000 --timeouts``; the window overloads the lab, so it was ended by
+    hand after 59 minutes (115 captures, 21 jobs still pending). On its 3,920 pending
+    job-snapshots (``python lab/score.py DIR --history --rewind``): fidelity 90.5 % of 3,730 (98.9 %
+    of those Slurm's last pass had seen, 94.8 % of the newer ones planned as it saw them); Slurm's
+    estimate 490 s median absolute error, the walltime forecast 483 s, the history forecast 57 s
+    (0.12x), within 60 s 51.8 % against 23.3 %, within 5 min 91.6 % against 30.2 %; ranges held
+    85.5 % of 3,865 at 1.87x the remaining wait (655 against 350 s)."""
+    score = lab_module("score")
+    lab = unpack(tmp_path_factory, "lab-mixtimeouts")
+    assert "bf_interval=30," in (lab / "slurm.conf.txt").read_text()
+    states = [line.rsplit("|", 1)[-1].split()[0] for line in open(lab / "sacct.txt")][1:]
+    assert states.count("TIMEOUT") >= 50
+    result = score.score(lab, history=True, rewind=True)
+    assert result["job_snapshots"] > 3500 and result["fidelity_compared"] > 3500
+    assert result["fidelity_within_60s"] >= 0.85
+    assert result["fidelity_seen_by_last_pass"]["within_60s"] >= 0.95
+    assert result["history"]["median_abs_error"] <= 0.25 * result["slurm"]["median_abs_error"]
+    assert result["history"]["within_60s"] >= 1.8 * result["slurm"]["within_60s"]
+    assert result["history"]["within_5min"] >= 2 * result["slurm"]["within_5min"]
+    assert 0.78 <= result["range"]["coverage"] <= 0.9 and result["range"]["with_range"] > 3500
+
 def test_a_capture_rewound_to_slurms_last_pass(tmp_path_factory, tmp_path):
     """``score.rewound``: a job submitted after the pass is left out, one started after it is
     pending again on no nodes, one that ended after it runs again to its limit, the capture's
