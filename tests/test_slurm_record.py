@@ -990,6 +990,10 @@ def test_a_quiet_kth_window_under_slurms_default_backfill_interval(tmp_path_fact
     assert result["range"]["with_range"] > 40 and result["range"]["coverage"] >= 0.8
 
 
+def sacct_states(lab) -> list[str]:
+    """Each job's state in a lab record's ``sacct.txt`` (``CANCELLED by 0`` read as ``CANCELLED``)."""
+    return [line.rsplit("|", 1)[-1].split()[0] for line in open(lab / "sacct.txt")][1:]
+
 
 def test_a_kth_lab_whose_jobs_run_into_their_limits_as_on_the_real_machine(tmp_path_factory):
     """lab-timeouts.tar.xz (176 KB), recorded 2026-12-02: KTH-SP2's jobs from the 7,000th, a
@@ -1011,7 +1015,7 @@ def test_a_kth_lab_whose_jobs_run_into_their_limits_as_on_the_real_machine(tmp_p
     score = lab_module("score")
     lab = unpack(tmp_path_factory, "lab-timeouts")
     assert "bf_interval=30," in (lab / "slurm.conf.txt").read_text()
-    states = [line.rsplit("|", 1)[-1].split()[0] for line in open(lab / "sacct.txt")][1:]
+    states = sacct_states(lab)
     assert len(states) == 320 and states.count("TIMEOUT") >= 50
     result = score.score(lab, history=True, rewind=True)
     assert result["job_snapshots"] > 1500 and result["fidelity_compared"] > 1400
@@ -1039,8 +1043,7 @@ def test_the_mixed_lab_whose_jobs_run_into_their_limits(tmp_path_factory):
     score = lab_module("score")
     lab = unpack(tmp_path_factory, "lab-mixtimeouts")
     assert "bf_interval=30," in (lab / "slurm.conf.txt").read_text()
-    states = [line.rsplit("|", 1)[-1].split()[0] for line in open(lab / "sacct.txt")][1:]
-    assert states.count("TIMEOUT") >= 50
+    assert sacct_states(lab).count("TIMEOUT") >= 50
     result = score.score(lab, history=True, rewind=True)
     assert result["job_snapshots"] > 3500 and result["fidelity_compared"] > 3500
     assert result["fidelity_within_60s"] >= 0.85
@@ -1049,6 +1052,7 @@ def test_the_mixed_lab_whose_jobs_run_into_their_limits(tmp_path_factory):
     assert result["history"]["within_60s"] >= 1.8 * result["slurm"]["within_60s"]
     assert result["history"]["within_5min"] >= 2 * result["slurm"]["within_5min"]
     assert 0.78 <= result["range"]["coverage"] <= 0.9 and result["range"]["with_range"] > 3500
+
 
 def test_a_capture_rewound_to_slurms_last_pass(tmp_path_factory, tmp_path):
     """``score.rewound``: a job submitted after the pass is left out, one started after it is
