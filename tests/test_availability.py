@@ -204,3 +204,83 @@ def test_union_profile_buckets_match_segments():
             used += len(profile.buckets) > 0
             assert got == profile._fold(t, max(end, t + 1)), (step, t, end)
     assert used > 100, "the buckets were hardly used: the test tests little"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_reserved_profile_keeps_only_the_edges_of_what_it_holds(seed):
+    """Through random reservations, removals, moves to earlier starts, top dogs starting on
+    theirs and ending early, and clock moves, a NodeState's reserved profile is the union of
+    what it holds (planned reservations, and those a running job started on) at every time,
+    and each of its breakpoints but now is where a held span begins or ends: reservations
+    dropped and made anew leave none behind (``NodeState._unhold``)."""
+    from jufo.engine.node import Machine, Node
+    from jufo.engine.node_state import NodeState
+    from jufo.engine.state import Allocation
+
+    rng = random.Random(seed)
+    machine = Machine([Node(i, f"n{i}", f"n{i}", 4, None) for i in range(12)])
+    state = NodeState(machine, {}, sharing=False)
+    job = type("J", (), {"array": None, "nodes": 1})()  # a job's allocation moves in place (``replan``)
+    held: dict[Allocation, tuple[int, int, int]] = {}  # planned or started-on reservation -> (start, end, nodes)
+    running: dict[Allocation, Allocation] = {}  # running allocation -> the reservation it started on
+    now, dropped, moved = 0, 0, 0
+
+    def clear(mask: int, start: int, end: int, but: Allocation | None = None) -> bool:
+        return all(not (m & mask) or e <= start or s >= end for a, (s, e, m) in held.items() if a is not but)
+
+    for step in range(400):
+        roll = rng.random()
+        planned = [a for a in held if a not in running.values()]
+        if roll < 0.35:
+            start = now + rng.randint(0, 300)
+            end = start + rng.randint(1, 200)
+            mask = sum(1 << n for n in rng.sample(range(12), rng.randint(1, 3)))
+            if clear(mask, start, end):
+                alloc = Allocation(start, end, NodeCores(mask), mask.bit_count() * 4, "q", "u", job)
+                state.plan(alloc)
+                held[alloc] = (start, end, mask)
+        elif roll < 0.55 and planned:
+            alloc = rng.choice(planned)
+            state.unplan(alloc)
+            del held[alloc]
+            dropped += 1
+        elif roll < 0.7 and planned:
+            alloc = rng.choice(planned)
+            start = max(now, alloc.start - rng.randint(1, 150))
+            if start < alloc.start and clear(alloc.resources.full, start, start + alloc.end - alloc.start, alloc):
+                new = state.replan(alloc, start, alloc.resources)
+                del held[alloc]
+                held[new] = (new.start, new.end, new.resources.full)
+                moved += 1
+        elif roll < 0.8:
+            due = [a for a in planned if a.start == now]
+            if due:  # a top dog starts on its reservation
+                alloc = rng.choice(due)
+                run = Allocation(now, alloc.end, alloc.resources, alloc.cores, "q", "u", job)
+                state.insert(run, alloc)
+                running[run] = alloc
+        elif roll < 0.9 and running:
+            run = rng.choice(sorted(running, key=lambda a: a.seq))  # it ends, early or at its wall
+            state.finish(run)
+            del held[running.pop(run)]
+        else:
+            ended = [run for run in running if run.end <= now + 50]
+            now = min([now + rng.randint(1, 50)] + [run.end for run in ended])
+            for run in ended:
+                if run.end <= now:
+                    state.finish(run)
+                    del held[running.pop(run)]
+            for alloc in [a for a in planned if a.start < now]:  # a reservation is due or gone by now
+                state.unplan(alloc)
+                del held[alloc]
+            state.advance(now)
+        profile = state.reserved
+        edges = {t for s, e, _ in held.values() for t in (s, e)}
+        assert set(profile.times[1:]) <= edges, (step, sorted(set(profile.times[1:]) - edges))
+        for t in (now, *(rng.randint(now, now + 600) for _ in range(5))):
+            want = 0
+            for s, e, m in held.values():
+                if s <= t < e:
+                    want |= m
+            assert profile._fold(t, t + 1) == NodeCores(want), (step, t)
+    assert dropped > 30 and moved > 10 and not state.edges.keys() - edges, (dropped, moved)

@@ -444,6 +444,29 @@ class UnionProfile(Profile):
                 else:
                     del buckets[b]
 
+    def drop_breakpoint(self, t: int) -> bool:
+        """Drop the breakpoint at ``t`` if the segments on either side hold equal sets (what
+        is held there was given back): the profile is the same function of time, and every
+        later change and scan passes one segment fewer. Never the first one (now).
+        O(log segments) and one deletion.
+
+        >>> from jufo.engine.ranges import NodeCores
+        >>> from jufo.engine.node_state import NodeAlgebra
+        >>> p = UnionProfile(0, NodeCores(), NodeAlgebra([1] * 4))
+        >>> p.add(10, 30, NodeCores(0b1)); p.add(20, 40, NodeCores(0b10)); p.subtract(20, 40, NodeCores(0b10))
+        >>> p.times
+        [0, 10, 20, 30, 40]
+        >>> p.drop_breakpoint(20), p.drop_breakpoint(40), p.drop_breakpoint(10), p.times
+        (True, True, False, [0, 10, 30])
+        """
+        times = self.times
+        i = bisect_left(times, t)
+        if 0 < i < len(times) and times[i] == t and self.values[i] == self.values[i - 1]:
+            del times[i]
+            del self.values[i]
+            return True
+        return False
+
     def _tune(self) -> None:
         """Bucket width: the power of two above 4 mean gaps between breakpoints (ignoring one
         at FOREVER); chosen again, and the unions forgotten, when the breakpoints grew or
