@@ -885,13 +885,14 @@ class NodeState(SystemState):
         self._given_back(max(alloc.start, self.now), alloc.end, alloc.resources, alloc)
         self._count(alloc, max(alloc.start, self.now), alloc.end, 1)
 
-    def _hold(self, start: int, end: int, resources: NodeCores) -> None:
-        """Reserve ``resources`` over ``[start, end)`` in the profile and count its two edges.
+    def _hold(self, start: int, end: int, resources: NodeCores, edges: tuple[int, ...] | None = None) -> None:
+        """Reserve ``resources`` over ``[start, end)`` in the profile and count its two edges
+        (or, for a move, only that interval, and the held span's new ``edges``).
         O(segments in it) set operations."""
         self.reserved.add(start, end, resources)
-        edges = self.edges
-        edges[start] = edges.get(start, 0) + 1
-        edges[end] = edges.get(end, 0) + 1
+        counts = self.edges
+        for t in (start, end) if edges is None else edges:
+            counts[t] = counts.get(t, 0) + 1
 
     def _unhold(self, start: int, end: int, resources: NodeCores, edges: tuple[int, ...] | None = None) -> None:
         """Give back what ``_hold`` reserved over ``[start, end)`` (or, for a move, only that
@@ -932,10 +933,7 @@ class NodeState(SystemState):
         self._track(alloc, False)
         self._track(moved, True)
         taken, given = min(alloc.start, moved.end), max(alloc.start, moved.end, self.now)
-        self.reserved.add(start, taken, resources)
-        edges = self.edges
-        edges[start] = edges.get(start, 0) + 1
-        edges[moved.end] = edges.get(moved.end, 0) + 1
+        self._hold(start, taken, resources, (start, moved.end))
         self._unhold(given, alloc.end, resources, (alloc.start, alloc.end))
         self._given_back(given, alloc.end, resources, alloc)
         self.held[moved] = self._units_of(alloc)  # the same resources: the same units
