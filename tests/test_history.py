@@ -839,9 +839,9 @@ def test_a_forecast_past_the_year_9000_is_not_kept(tmp_path):
 
 
 def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing_run(tmp_path):
-    """Schema 2 keeps the batch system's estimate with each forecast. A history of schema 1
-    is read by history show without a change (no estimates to score), and the next writing
-    run adds the column, keeping every row."""
+    """Schema 2 keeps the batch system's estimate with each forecast, schema 3 indexes the run
+    times. A history of schema 1 is read by history show without a change (no estimates to
+    score), and the next writing run adds the column and the indexes, keeping every row."""
     from jufo.learn.history import _v1
 
     path = tmp_path / "h.db"
@@ -868,7 +868,9 @@ def test_a_history_of_schema_1_is_read_as_it_is_and_migrated_by_the_next_writing
     result = cli("predict", str(src), "-o", str(tmp_path / "out.xml"), "--history", str(path))
     assert result.exit_code == 0, result.stderr
     with sqlite3.connect(path) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'index'")} >= \
+            {"jobs_request", "jobs_user_queue", "jobs_user", "jobs_queue", "jobs_end"}  # schema 3's
         assert con.execute("SELECT job, made, system FROM forecasts ORDER BY made").fetchall() == \
             [("old", EPOCH - 7200, None), ("a", EPOCH, EPOCH)]
 
@@ -1233,3 +1235,85 @@ def test_stopping_the_pool_drops_only_the_managers_invalid_state_error(monkeypat
         pool.shutdown = lambda *a, _exc=exc, **k: (raising(_exc), shutdown(*a, **k))  # the manager's moment
         _stop_pool(pool)
     assert seen == [ValueError] and threading.excepthook is outer
+
+
+# -- run times answered by the history's indexes -------------------------------------------------
+def _random_history(path, rng: random.Random) -> History:
+    """A history as imports and snapshots leave it: finished, running, waiting and cancelled jobs
+    of a few users, ends that tie, runs of no time and up to the wall, walls of none and of no
+    time, jobs that left the queue unseen (a start estimated, no end), submits after starts and
+    ends before them; ids in no time order."""
+    store = History.open(str(path))
+    records = []
+    count = rng.randint(0, 160)
+    for i in rng.sample(range(10_000), count):
+        submit = EPOCH + rng.randint(0, 20_000)
+        wall = rng.choice([None, 0, 600, 600, 3600, 7200])
+        start = submit + rng.randint(0, 3000) if rng.random() < 0.85 else None
+        end = None
+        if start is not None and rng.random() < 0.8:
+            end = start + rng.choice([0, 60, 300, 300, 900, 4000, rng.randint(0, 8000)])
+            if rng.random() < 0.2:
+                end = max(start, EPOCH + 20_000 + rng.choice([0, 0, 500]))  # ties at one second
+        elif start is None and rng.random() < 0.3:
+            end = submit + rng.randint(0, 2000)  # cancelled while pending
+        if start is not None and rng.random() < 0.05:
+            submit = start + rng.randint(1, 500)  # an accounting's submit after the start
+        if end is not None and start is not None and rng.random() < 0.03:
+            end = start - rng.randint(1, 100)  # and its end before the start
+        records.append(JobRecord(f"j{i}", rng.choice(["u1", "u2", "u3"]), "g", "", rng.choice(["batch", "long"]), "",
+                                 1, rng.choice([0, 1, 2, 3, 4, 8, 17]), wall, submit, start, end))
+    store.import_records(records, "sacct")
+    seen = EPOCH + 10_000
+    observed = [Observation(JobRecord(f"s{k}", rng.choice(["u1", "u4"]), queue="batch", cores=2, wall=600,
+                                      submit=seen - 900), "queued") for k in range(rng.randint(0, 6))]
+    store.record_snapshot(seen, observed)
+    store.record_snapshot(seen + rng.choice([600, 7200]), [])  # they left unseen
+    return store
+
+
+def test_the_history_answers_the_run_times_as_learning_every_finished_job_would(tmp_path):
+    """``History.runtimes(now)`` asks its indexes for each rule's latest jobs instead of reading
+    them all; it must give every prediction, overrun and shortfall that
+    ``RuntimePredictor.learning`` of ``records(now)`` gives, at any time: before, between and
+    after the jobs' ends, at ties."""
+    from jufo.learn.runtime import RuntimePredictor, in_end_order
+
+    for seed in range(40):
+        rng = random.Random(seed)
+        with _random_history(tmp_path / f"h{seed}.db", rng) as store:
+            times = [t for row in store.db.execute("SELECT start, end FROM jobs") for t in row if t is not None]
+            for now in [EPOCH + rng.randint(0, 30_000) for _ in range(5)] + [EPOCH + 20_000, EPOCH + 20_500] + \
+                    rng.sample(times, min(4, len(times))):  # at a start or an end itself
+                recent = rng.choice([5, 100])
+                asked = store.runtimes(now, recent)
+                assert asked is not None
+                rules, overruns = asked
+                learned, expected = RuntimePredictor.learning(in_end_order(store.records(now)), recent)
+                assert overruns == expected, (seed, now)
+                assert rules.shortfalls == learned.shortfalls and list(rules.overran) == list(learned.overran)
+                for args in [(user, queue, wall, cores) for user in ("u1", "u2", "u3", "u4", "nobody")
+                             for queue in ("batch", "long", "other") for wall in (0, 600, 3600, 7200, 50_000)
+                             for cores in (0, 1, 2, 4, 17, 64)]:
+                    for elapsed in (None, 30, 700):
+                        assert rules.predict(*args, elapsed=elapsed) == learned.predict(*args, elapsed=elapsed), \
+                            (seed, now, args, elapsed)
+
+
+def test_a_history_without_the_run_time_indexes_is_learned_from_its_records(tmp_path):
+    """A history of schema 2, read as it is (``whatif``, ``history show``), has no run-time
+    indexes: ``runtimes`` says so and the forecast learns from the records, as before."""
+    from jufo.learn.history import _v1, _v2
+
+    path = tmp_path / "h.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    _v1(db)
+    _v2(db)
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 2")
+    db.execute("INSERT INTO meta VALUES ('created_by', 'jufo')")
+    db.close()
+    with History.read_only(str(path)) as store:
+        assert store.runtimes(EPOCH) is None
+    with History.open(str(path)) as store:  # a writing run migrates it
+        assert store.runtimes(EPOCH) is not None

@@ -50,6 +50,9 @@ class HistorySource(Protocol):
     def scored(self, now: int) -> list[Scored]:
         """Earlier forecasts, with the real starts known at ``now``."""
 
+    # and optionally ``runtimes(now)``: ``RuntimePredictor.learning`` of ``records(now)`` answered
+    # from the source's own indexes (``History.runtimes``), or None
+
 
 @dataclass
 class Learned:
@@ -91,7 +94,8 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     and start windows another process learned from the same records (None: learn them here);
     they are asked for last, after the run times and the calibration learned here."""
     now = snap.epoch
-    predictor, overruns = RuntimePredictor.learning(in_end_order(records))
+    asked = source.runtimes(now) if hasattr(source, "runtimes") else None  # a history's indexes answer
+    predictor, overruns = asked if asked is not None else RuntimePredictor.learning(in_end_order(records))
     cancels = CancelOdds(records, now)
     calibration = Calibration(source.scored(now), coverage)
     habits = habits_aside() if habits_aside is not None else None
