@@ -277,14 +277,21 @@ def _with_and_without_history(src: str, master: str, tmp: str, repeat: int,
 
 def bench_history(repeat: int, machine: str = "juropa") -> dict:
     """``predict --history`` on the ``machine`` snapshot (``juropa``, ``large``) with 90 days of
-    history (54,000 jobs and forecasts, user caps learned from them), against plain
-    ``predict``; each run on a fresh copy of the history."""
+    history (54,000 jobs and forecasts, user caps learned from them) as a cron run five minutes
+    before left it (the same queue then), against plain ``predict``; each run on a fresh copy of
+    that history."""
     shape = CASES[machine]
     with tempfile.TemporaryDirectory() as tmp:
-        src, master = (os.path.join(tmp, n) for n in ("in.xml", "master.db"))
+        src, earlier, master = (os.path.join(tmp, n) for n in ("in.xml", "earlier.xml", "master.db"))
+        data = generate(shape)
         with open(src, "wb") as fh:
-            fh.write(generate(shape))
+            fh.write(data)
+        now = f'key="system_time" value="{format_date(EPOCH, FMT)}"'.encode()
+        with open(earlier, "wb") as fh:
+            fh.write(data.replace(now, f'key="system_time" value="{format_date(EPOCH - 300, FMT)}"'.encode(), 1))
         synthetic_history(master, shape)
+        subprocess.run([sys.executable, "-m", "jufo", "predict", earlier, "-o", os.path.join(tmp, "earlier-out.xml"),
+                        "-q", "--history", master], check=True)
         p, h, peak = _with_and_without_history(src, master, tmp, repeat)
         p2, h2, _ = _with_and_without_history(src, master, tmp, repeat, ("-P", "2"))
         return {"case": f"{machine}-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,

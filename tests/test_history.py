@@ -614,7 +614,7 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
             fh.write(f"{os.getpid()} {'learned' if behaviour else 'walltime'}\n")
         return simulate(snap, config, report, progress, behaviour)
 
-    caps = outlook.learn_user_caps
+    caps = outlook.kept_cap_window  # (a history keeps the caps' days)
 
     def recorded_caps(*args, **kwargs):
         with open(ran, "a") as fh:
@@ -629,7 +629,7 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
         return windows(*args, **kwargs)
 
     monkeypatch.setattr(outlook, "simulate", recorded)
-    monkeypatch.setattr(outlook, "learn_user_caps", recorded_caps)
+    monkeypatch.setattr(outlook, "kept_cap_window", recorded_caps)
     monkeypatch.setattr(outlook, "learn_windows", recorded_windows)
     two, out2, db2 = predict_on_copy(tmp_path, src, master, "two", "-P", "2")
     assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
@@ -642,7 +642,7 @@ def test_predict_with_history_in_two_processes_writes_the_same_output_stderr_and
 
 
 @two_cores
-@pytest.mark.parametrize("fails", ["simulate", "learn_user_caps", "learn_windows"])
+@pytest.mark.parametrize("fails", ["simulate", "kept_cap_window", "learn_windows"])
 def test_what_a_failed_child_process_did_is_done_again_here_with_the_same_output(tmp_path, monkeypatch, fails):
     from jufo.learn import outlook
 
@@ -1317,3 +1317,117 @@ def test_a_history_without_the_run_time_indexes_is_learned_from_its_records(tmp_
         assert store.runtimes(EPOCH) is None
     with History.open(str(path)) as store:  # a writing run migrates it
         assert store.runtimes(EPOCH) is not None
+
+
+# -- user caps from the whole days an earlier run kept --------------------------------------------
+def _known_at(records: list[JobRecord], now: int) -> list[JobRecord]:
+    """What a history shows of ``records`` at ``now`` (``History.records``'s rule)."""
+    out = []
+    for rec in records:
+        if rec.submit is None or rec.submit > now:
+            continue
+        start = rec.start if rec.start is not None and rec.start < now else None
+        end = rec.end if rec.end is not None and rec.end <= now and (rec.start is None or rec.start < now) else None
+        out.append(JobRecord(rec.id, rec.user, queue=rec.queue, cores=rec.cores, wall=rec.wall, submit=rec.submit,
+                             start=start, end=end))
+    return out
+
+
+def test_user_caps_from_kept_days_are_the_caps_of_the_whole_window(tmp_path):
+    """``kept_cap_window`` sweeps only from the first whole day whose events changed; over runs
+    minutes to days apart (and one back in time), with jobs arriving, starting, ending, an old
+    one's size changed or it dropped between runs, the machine grown, and the kept days passed
+    through JSON as the history keeps them, it must give the sums and maxima of sweeping the
+    whole window each time."""
+    from jufo.learn.behaviour import cap_window, kept_cap_window, user_caps
+
+    for seed in range(30):
+        rng = random.Random(seed)
+        capacity, now = rng.choice([8, 16]), EPOCH + 40 * DAY + rng.randint(0, DAY)
+        records: list[JobRecord] = []
+        ids = iter(range(10**6))
+
+        def job(submit: int) -> JobRecord:
+            start = submit + rng.randint(0, 6 * HOUR) if rng.random() < 0.9 else None
+            end = start + rng.randint(60, 3 * DAY) if start is not None and rng.random() < 0.85 else None
+            if start is None and rng.random() < 0.2:
+                end = submit + rng.randint(0, HOUR)  # cancelled while pending
+            return JobRecord(f"j{next(ids)}", rng.choice(["u1", "u2", "u3", "u4"]), queue="q",
+                             cores=rng.choice([1, 2, 4, 8]), wall=3600, submit=submit, start=start, end=end)
+
+        for _ in range(rng.randint(20, 120)):
+            records.append(job(now - rng.randint(0, 45 * DAY)))
+        kept: dict = {}
+        swept_again = 0
+        for run in range(12):
+            step = rng.choice([60, 300, 3600, 6 * HOUR, DAY + 77, -DAY // 2 if run == 6 else 600])
+            now += step
+            for _ in range(rng.randint(0, 8)):
+                records.append(job(now - rng.randint(0, 2 * HOUR)))
+            if rng.random() < 0.3 and records:  # an old job changed in place, or dropped
+                k = rng.randrange(len(records))
+                rec = records[k]
+                if rng.random() < 0.5:
+                    records[k] = JobRecord(rec.id, rec.user, queue="q", cores=rng.choice([1, 2, 4, 8]), wall=3600,
+                                           submit=rec.submit, start=rec.start, end=rec.end)
+                else:
+                    del records[k]
+            if run == 9:
+                capacity *= 2  # nodes added
+            known = _known_at(records, now)
+            seconds, best, keep = kept_cap_window(known, now, capacity, kept)
+            expected = cap_window(known, now, capacity)
+            assert (seconds, best) == expected, (seed, run)
+            assert user_caps(seconds, best) == user_caps(*expected)
+            assert all(0 < day and day % DAY == 0 for day in keep)
+            swept_again += sum(day not in kept or kept[day] != keep[day] for day in keep)
+            kept = {int(day): tuple(value) for day, value in json.loads(json.dumps(keep)).items()}
+        assert swept_again < 12 * 29  # days were taken as kept, not all swept again each time
+
+
+@needs_traces
+def test_a_cron_run_takes_the_user_caps_kept_days_and_sweeps_anew_what_does_not_read_as_them(tmp_path, monkeypatch):
+    """A run keeps the whole days of its user-cap sweep in the history (table ``learned``); the
+    next run, five minutes later, takes them instead of sweeping them again. Kept days that
+    are not JSON, not days, or of events that differ now are swept again: the output and the
+    history's jobs and forecasts are the same every way, and what is kept is sound again."""
+    import shutil
+
+    from jufo.learn import outlook
+    from jufo.learn.behaviour import CAP_KEPT
+
+    at = 13_000_000
+    src, master = kth_with_history(tmp_path, at)
+    warm, _, warmed = predict_on_copy(tmp_path, src, master, "warm")
+    assert warm.exit_code == 0, warm.stderr
+    with sqlite3.connect(warmed) as con:
+        kept = con.execute("SELECT value FROM learned WHERE name = ?", (CAP_KEPT,)).fetchone()[0]
+    assert len(json.loads(kept)) == 29  # the window's whole days
+    later = tmp_path / "later.xml"
+    later.write_bytes(swf.snapshot(swf.read(str(KTH)), swf.Conversion(at=at + 300, nodes=100))[0])
+    sweeps = []
+    real = outlook.kept_cap_window
+
+    def counted(records, now, capacity, kept_days):
+        found = real(records, now, capacity, kept_days)
+        sweeps.append(sum(kept_days.get(day) != value for day, value in found[2].items()))  # days swept again
+        return found
+
+    monkeypatch.setattr(outlook, "kept_cap_window", counted)
+    results = {}
+    for name, value in [("kept", None), ("not json", "{nope"), ("not days", '{"x": 1, "86400": [1, 2, 3]}'),
+                        ("other events", kept.replace('"', '"0', 1).replace('[', '["0', 1)), ("none", "")]:
+        db = tmp_path / f"{name}.db"
+        shutil.copy(warmed, db)
+        if value is not None:
+            con = sqlite3.connect(db, isolation_level=None)
+            con.execute("UPDATE learned SET value = ?" if value else "DELETE FROM learned", (value,) if value else ())
+            con.close()  # (its last connection closed: the change is in the file, not in its log)
+        result, out, _ = predict_on_copy(tmp_path, later, db, f"{name}-run")
+        assert result.exit_code == 0, (name, result.stderr)
+        results[name] = (out, history_rows(tmp_path / f"{name}-run.db"))
+        with sqlite3.connect(tmp_path / f"{name}-run.db") as con:
+            assert len(json.loads(con.execute("SELECT value FROM learned").fetchone()[0])) == 29
+    assert sweeps[0] == 0 and min(sweeps[1:]) > 0, sweeps  # the days kept were taken, the others swept
+    assert all(found == results["none"] for found in results.values())
+    assert b"with learned windows and user caps" in results["kept"][0]

@@ -18,8 +18,13 @@ forecast as before:
 
 from __future__ import annotations
 
+import bisect
+import functools
+import hashlib
+import itertools
 from collections import Counter
 from collections.abc import Iterable
+from operator import itemgetter
 
 from ..io.accounting import JobRecord
 from ..engine.windows import CLASSES, DAY, HOUR, SLOTS, WEEK, slot_of, wall_class
@@ -207,11 +212,71 @@ def cap_events(rec: JobRecord, before: int | None = None) -> list[CapEvent]:
     return out
 
 
-def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> list[tuple[Counter, Counter]]:
+class CapState:
+    """Who waits and who runs at one time of the cap sweep: each user's waiting jobs' cores
+    (sorted: the smallest first), each waiting job's cores by id, each user's running jobs,
+    and the cores in use; what the sweep knows of the past at a bound, so a sweep may start
+    there (``cap_segments``'s ``state``)."""
+
+    def __init__(self) -> None:
+        from sortedcontainers import SortedList
+
+        self.sorted = SortedList
+        self.waiting: dict[str, SortedList] = {}
+        self.waiting_ids: dict[str, int] = {}
+        self.running: Counter = Counter()
+        self.used = 0
+
+    def apply(self, kind: int, job: str, user: str, cores: int) -> None:
+        """One event (``cap_events``).  O(log jobs)."""
+        if kind == 1:
+            queue = self.waiting.get(user)
+            if queue is None:
+                queue = self.waiting[user] = self.sorted()
+            queue.add(cores)
+            self.waiting_ids[job] = cores
+        elif kind == 2 or kind == -1:  # started, or left the queue without starting
+            asked = self.waiting_ids.pop(job, None)
+            if asked is not None:
+                self.waiting[user].remove(asked)
+            if kind == 2:
+                self.running[user] += 1
+                self.used += cores
+        else:
+            self.running[user] -= 1
+            self.used -= cores
+
+    @classmethod
+    def before(cls, events: list[CapEvent], t: int) -> CapState:
+        """The state after every event before ``t`` of sorted ``events``.  O(events log jobs)."""
+        state = cls()
+        state.advance(events, 0, t)
+        return state
+
+    def advance(self, events: list[CapEvent], i: int, t: int) -> None:
+        """Apply the events from the ``i``-th of sorted ``events`` that come before ``t``."""
+        apply = self.apply
+        for when, kind, job, user, cores in itertools.islice(events, i, None):
+            if when >= t:
+                break
+            apply(kind, job, user, cores)
+
+    def copy(self) -> CapState:
+        """A state of its own to sweep on.  O(jobs)."""
+        other = CapState()
+        other.waiting = {user: queue.copy() for user, queue in self.waiting.items()}
+        other.waiting_ids, other.running, other.used = dict(self.waiting_ids), Counter(self.running), self.used
+        return other
+
+
+def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int],
+                 state: CapState | None = None) -> list[tuple[Counter, Counter]]:
     """Per segment ``[bounds[k], bounds[k+1])``: each user's seconds of waiting with room,
     and the most jobs the user ran at once during them; from sorted ``events``
     (``cap_events``). Sums and maxima over consecutive segments are what one segment
-    spanning them would give, so a window is read off the segments inside it.
+    spanning them would give, so a window is read off the segments inside it. Given the
+    ``state`` at ``bounds[0]`` (``CapState.before``), ``events`` are those from then on: the
+    same segments as a sweep from the first event.
 
     A user's state (jobs running, smallest waiting job) changes only at the user's own events
     and is closed at every bound; between them, the time with room is read off the machine's
@@ -221,15 +286,16 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
     >>> ev = [(0, 1, "a", "u", 1), (0, 1, "b", "u", 1), (0, 2, "a", "u", 1)]  # u runs a, b waits
     >>> [(dict(s), dict(b)) for s, b in cap_segments(ev, 10, [0, 100, 300])]
     [({'u': 100}, {'u': 1}), ({'u': 200}, {'u': 1})]
+    >>> [(dict(s), dict(b)) for s, b in cap_segments([], 10, [100, 300], CapState.before(ev, 100))]
+    [({'u': 200}, {'u': 1})]
     """
-    from sortedcontainers import SortedList
-
     levels = _LevelTime(capacity)
     upto = levels.upto
-    running: Counter = Counter()
-    waiting: dict[str, SortedList] = {}
-    waiting_ids: dict[str, int] = {}
-    mark: dict[str, int] = {}  # user → level-time below the user's threshold when its state began
+    fresh = state is None
+    state = CapState() if state is None else state
+    apply, waiting, running = state.apply, state.waiting, state.running
+    # user → level-time below the user's threshold when its state began (a given state's: now)
+    mark: dict[str, int] = {user: 0 for user, queue in waiting.items() if queue}
     segments = [(Counter(), Counter()) for _ in range(len(bounds) - 1)]
     current: list = [None, None]  # the current segment's (seconds, best); None outside every segment
 
@@ -242,7 +308,7 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
                 current[0][user] += gained
                 current[1][user] = max(current[1][user], running[user])
 
-    used, last, k = 0, None, -1  # cores in use, the last event's time, the current segment
+    last, k = (None if fresh or not bounds else bounds[0]), -1  # the last event's time, the current segment
     end = bounds[-1] if bounds else None
     following = bounds[0] if bounds else None  # the next bound to pass
 
@@ -252,7 +318,7 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
         nonlocal last, k, following
         while following is not None and following <= t:
             if last is not None and following > last:
-                levels.add(used, following - last)
+                levels.add(state.used, following - last)
                 last = following
             for user, queue in waiting.items():
                 if queue:
@@ -268,28 +334,75 @@ def cap_segments(events: list[CapEvent], capacity: int, bounds: list[int]) -> li
         if following is not None and t >= following:
             cross(t)
         if last is not None and t > last:  # the machine's level held since the last event
-            levels.add(used, t - last)
+            levels.add(state.used, t - last)
         last = t
         settle(user)
-        if kind == 1:
-            waiting.setdefault(user, SortedList()).add(cores)
-            waiting_ids[job] = cores
-        elif kind in (2, -1):  # started, or left the queue without starting
-            asked = waiting_ids.pop(job, None)
-            if asked is not None:
-                waiting[user].remove(asked)
-            if kind == 2:
-                running[user] += 1
-                used += cores
-        else:
-            running[user] -= 1
-            used -= cores
+        apply(kind, job, user, cores)
         queue = waiting.get(user)
         if queue:  # the user's new state begins
             mark[user] = upto(capacity - queue[0])
     if end is not None:
         cross(end)
     return segments
+
+
+CAP_KEPT = "caps/1"  # the label of kept cap days: a change to how caps are learned must change it
+KeptDay = tuple[str, dict[str, int], dict[str, int]]  # a whole day's digest, seconds and best (``kept_cap_window``)
+
+
+def kept_cap_window(records: Iterable[JobRecord], now: int, capacity: int, kept: dict[int, KeptDay],
+                    days: int = CAP_DAYS) -> tuple[Counter, Counter, dict[int, KeptDay]]:
+    """``cap_window`` (the same sums and maxima), sweeping again only from the first whole UTC
+    day of the window that ``kept`` (an earlier run's days: day start → the digest of every
+    event before the day's end, and the day's segment) does not hold as it is now; and the
+    whole days to keep for the next run. The window's first, partial day is swept each time;
+    a new first day (once a day) changes every digest, so all are swept then.  O(events) to
+    read and digest the events, O(events since the first day swept × log capacity) to sweep.
+
+    >>> recs = [JobRecord("a", "u", cores=1, submit=0, start=0), JobRecord("b", "u", cores=1, submit=0)]
+    >>> now = CAP_DAYS * DAY + 7 * HOUR
+    >>> seconds, best, keep = kept_cap_window(recs, now, 10, {})
+    >>> (seconds, best) == cap_window(recs, now, 10), len(keep)  # u ran a while b waited, the whole window
+    (True, 29)
+    >>> kept_cap_window(recs, now + HOUR, 10, keep)[:2] == cap_window(recs, now + HOUR, 10)  # from the days kept
+    True
+    """
+    lo = now - days * DAY
+    first, today = lo - lo % DAY, now - now % DAY
+    if days < 2:
+        return (*cap_window(records, now, capacity, days), {})
+    events = sorted(e for rec in records if rec.submit is not None and rec.submit < now
+                    and (rec.end is None or rec.end >= first) for e in cap_events(rec, now))
+    at = functools.partial(bisect.bisect_left, events, key=itemgetter(0))
+    digest = hashlib.blake2b(f"{CAP_KEPT};{capacity};{first}".encode(), digest_size=16)
+    whole, digests, done = range(first + DAY, today, DAY), {}, 0  # the window's whole days
+    swept = today  # the first whole day not kept as it is now
+    for day in whole:
+        upto = at(day + DAY)
+        digest.update(repr(events[done:upto]).encode())
+        done, digests[day] = upto, digest.hexdigest()
+        if swept == today and (kept.get(day) or ("",))[0] != digests[day]:
+            swept = day
+    state = CapState.before(events, first)
+    seconds, best = cap_segments(events[at(first):], capacity, sorted({first, lo, first + DAY}),
+                                 state.copy())[-1]  # [lo, the first whole day)
+    for day in whole:
+        if day >= swept:
+            break
+        _, day_seconds, day_best = kept[day]
+        seconds.update(day_seconds)
+        for user, most in day_best.items():
+            best[user] = max(best[user], most)
+    state.advance(events, at(first), swept)
+    bounds = [*range(swept, today + 1, DAY), *([now] if now > today else [])]
+    keep = {day: kept[day] for day in whole if day < swept}
+    for day, (day_seconds, day_best) in zip(bounds, cap_segments(events[at(swept):], capacity, bounds, state)):
+        seconds.update(day_seconds)
+        for user, most in day_best.items():
+            best[user] = max(best[user], most)
+        if day < today:
+            keep[day] = (digests[day], dict(day_seconds), dict(day_best))
+    return seconds, best, keep
 
 
 def user_caps(seconds: Counter, best: Counter, evidence: dict[str, int] | None = None) -> dict[str, int]:

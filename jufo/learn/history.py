@@ -21,6 +21,7 @@ Rules that keep it safe to run from cron:
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -31,6 +32,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from ..io.accounting import JobRecord, of_rows
+from .behaviour import CAP_KEPT, KeptDay
 from .calibration import Scored, keep_every
 from .runtime import REACH_JOBS, RuntimeRules, overrun, shortfall
 from ..io.errors import InputError
@@ -113,6 +115,22 @@ class RuntimeQueries(RuntimeRules):
         return shares
 
 
+def _kept_day(item: tuple[str, object]) -> tuple[int, KeptDay] | None:
+    """One kept day from its JSON form, ``"day": [digest, {user: seconds}, {user: most}]``;
+    None for anything else.
+
+    >>> _kept_day(("86400", ["ab", {"u": 7}, {"u": 1}])), _kept_day(("86400", ["ab", {"u": 7.5}, {}]))
+    ((86400, ('ab', {'u': 7}, {'u': 1})), None)
+    """
+    day, value = item
+    if not (isinstance(value, list) and len(value) == 3 and isinstance(value[0], str) and day.isdigit()):
+        return None
+    counts = value[1:]
+    if not all(isinstance(c, dict) and all(type(n) is int and n >= 0 for n in c.values()) for c in counts):
+        return None
+    return int(day), (value[0], *counts)
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     """Statements one by one: ``executescript`` would commit the migration's transaction."""
     for statement in script.split(";"):
@@ -166,10 +184,12 @@ RUNTIME_INDEXES = {
 
 
 def _v3(db: sqlite3.Connection) -> None:
-    """The run-time indexes: a forecast asks the history for the few jobs each rule looks at
-    instead of reading and relearning every finished job at each run."""
+    """What a forecast need not learn anew at each run: the run-time indexes (it asks the
+    history for the few jobs each rule looks at instead of reading and relearning every
+    finished job), and what was learned, kept by name (``learned``: the user caps' whole days)."""
     for name, columns in RUNTIME_INDEXES.items():
         db.execute(f"CREATE INDEX {name} ON jobs ({columns})")
+    db.execute("CREATE TABLE learned (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}  # version → the step from the version before
@@ -179,6 +199,7 @@ COLUMNS = {  # each table's columns at SCHEMA_VERSION, in order
              "state", "seen", "source"),
     "snapshots": ("time", "jobs"),
     "forecasts": ("job", "made", "predicted", "wall", "best", "lo", "hi", "coverage", "runtime", "model", "system"),
+    "learned": ("name", "value"),
 }
 
 
@@ -198,6 +219,7 @@ class History:
         self.path = path
         self._depth = 0  # open transactions: inner ones are savepoints of the outermost
         self.version = SCHEMA_VERSION  # a reading command leaves an older schema as it is (``read_only``)
+        self.writable = True  # (``read_only``: what was learned is not kept)
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -223,6 +245,7 @@ class History:
                 return cls.open(path, create=False)
             history = cls(db, path)
             history.version = version  # an older schema is read as it is; the next writing run migrates it
+            history.writable = False
             return history
         raise InputError(path, "--history", path, "cannot open it for reading")
 
@@ -485,6 +508,32 @@ class History:
         rules.learned_overruns(overruns, shortfalls)
         return rules, overruns
 
+    def kept_caps(self) -> dict[int, KeptDay]:
+        """The whole days of the user-cap sweep an earlier run kept (``kept_cap_window``); none
+        where there are none (an older schema), and none of what does not read as such days
+        (those are swept again).  O(days × users)."""
+        if self.version < 3:
+            return {}
+        row = self.db.execute("SELECT value FROM learned WHERE name = ?", (CAP_KEPT,)).fetchone()
+        try:
+            data = json.loads(row[0]) if row is not None else {}
+        except ValueError:
+            return {}
+        return dict(day for day in map(_kept_day, data.items() if isinstance(data, dict) else ()) if day)
+
+    def keep_caps(self, days: dict[int, KeptDay]) -> None:
+        """Keep ``days`` for the next run in place of what was kept (written only if they differ;
+        nothing kept by a reading command)."""
+        if not self.writable:
+            return
+        value = json.dumps({str(day): [digest, seconds, best] for day, (digest, seconds, best) in sorted(days.items())},
+                           sort_keys=True, separators=(",", ":"))
+        with self.transaction() as db:
+            row = db.execute("SELECT value FROM learned WHERE name = ?", (CAP_KEPT,)).fetchone()
+            if row is None or row[0] != value:
+                db.execute("INSERT OR REPLACE INTO learned VALUES (?, ?)", (CAP_KEPT, value))
+            db.execute("DELETE FROM learned WHERE name LIKE 'caps/%' AND name != ?", (CAP_KEPT,))  # another jufo's
+
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
@@ -627,13 +676,16 @@ _INSANE = {
                               *map(_int, ("wall", "best", "lo", "hi", "runtime", "system")), _text("model"),
                               "(coverage IS NOT NULL AND (typeof(coverage) NOT IN ('real', 'integer') "
                               "OR NOT coverage BETWEEN 0 AND 1))"]),
+    "learned": f"{_text('name')} OR typeof(value) != 'text'",  # a value is what ``kept_caps`` reads, or swept anew
 }
 _INSANE_V1 = {**_INSANE, "forecasts": _INSANE["forecasts"].replace(f" OR {_int('system')}", "")}  # no system yet
 
 
 def columns_at(version: int) -> dict[str, tuple[str, ...]]:
-    """Each table's columns at schema ``version`` (1 or later): schema 1 had no ``system``."""
-    return COLUMNS if version >= 2 else {**COLUMNS, "forecasts": COLUMNS["forecasts"][:-1]}
+    """Each table's columns at schema ``version`` (1 or later): schema 1 had no ``system``,
+    schemas 1 and 2 no table ``learned``."""
+    columns = {table: names for table, names in COLUMNS.items() if version >= 3 or table != "learned"}
+    return columns if version >= 2 else {**columns, "forecasts": COLUMNS["forecasts"][:-1]}
 
 
 # The indexes' own copies of those values (a query that reads an index reads them there):

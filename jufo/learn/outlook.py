@@ -24,7 +24,8 @@ from ..engine import jobsets
 from ..io.accounting import JobRecord
 from ..engine.prediction import Behaviour
 from . import accuracy
-from .behaviour import CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, learn_user_caps, learn_windows, start_span
+from .behaviour import (CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, KeptDay, kept_cap_window, learn_user_caps,
+                        learn_windows, start_span, user_caps)
 from .cancellation import CANCEL_DAYS, CancelOdds
 from .calibration import (DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward,
                           reach_toward_now)
@@ -51,7 +52,8 @@ class HistorySource(Protocol):
         """Earlier forecasts, with the real starts known at ``now``."""
 
     # and optionally ``runtimes(now)``: ``RuntimePredictor.learning`` of ``records(now)`` answered
-    # from the source's own indexes (``History.runtimes``), or None
+    # from the source's own indexes (``History.runtimes``), or None; and ``kept_caps()`` with
+    # ``keep_caps(days)``: the whole days of the user caps kept from one run to the next
 
 
 @dataclass
@@ -77,22 +79,29 @@ def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
     return learn_user_caps(records, snap.epoch, snap.machine.total_cores)
 
 
-Habits = tuple[dict[str, int], set[tuple[int, int]]]  # user caps, closed (wall class, slot) pairs
+# user caps, closed (wall class, slot) pairs, and the caps' whole days to keep (given days kept)
+Habits = tuple[dict[str, int], set[tuple[int, int]], dict[int, KeptDay] | None]
 
 
-def habits_at(records: list[JobRecord], snap: Snapshot) -> Habits:
+def habits_at(records: list[JobRecord], snap: Snapshot, kept: dict[int, KeptDay] | None = None) -> Habits:
     """The user caps and the closed start windows ``records`` teach at the snapshot: the
-    costliest things learned, and learned from the records alone, so another process may
-    learn them (``Aside``)."""
-    return user_caps_at(records, snap), learn_windows(records, snap.epoch)
+    costliest things learned, and learned from the records alone (and the days of the caps
+    an earlier run kept, if any: ``kept_cap_window``), so another process may learn them
+    (``Aside``)."""
+    if kept is None:
+        return user_caps_at(records, snap), learn_windows(records, snap.epoch), None
+    seconds, best, keep = kept_cap_window(records, snap.epoch, snap.machine.total_cores, kept)
+    return user_caps(seconds, best), learn_windows(records, snap.epoch), keep
 
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord],
-          habits_aside: Callable[[], Habits | None] | None = None) -> Learned:
+          habits_aside: Callable[[], Habits | None] | None = None,
+          kept: dict[int, KeptDay] | None = None) -> Learned:
     """Learn run times, habits and the calibration from what was known at the snapshot
-    (``records``: the source's records then). ``habits_aside``, if given, gives the user caps
-    and start windows another process learned from the same records (None: learn them here);
-    they are asked for last, after the run times and the calibration learned here."""
+    (``records``: the source's records then; ``kept``: the days of the user caps it kept).
+    ``habits_aside``, if given, gives the user caps and start windows another process
+    learned from the same records (None: learn them here); they are asked for last, after
+    the run times and the calibration learned here. The caps' days are kept again."""
     now = snap.epoch
     asked = source.runtimes(now) if hasattr(source, "runtimes") else None  # a history's indexes answer
     predictor, overruns = asked if asked is not None else RuntimePredictor.learning(in_end_order(records))
@@ -100,8 +109,10 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     calibration = Calibration(source.scored(now), coverage)
     habits = habits_aside() if habits_aside is not None else None
     if habits is None:
-        habits = habits_at(records, snap)
-    caps, closed = habits
+        habits = habits_at(records, snap, kept)
+    caps, closed, keep = habits
+    if keep is not None:
+        source.keep_caps(keep)
     return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels)
 
 
@@ -161,15 +172,16 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
 
     child = None
     records = source.records(snap.epoch)
+    kept = source.kept_caps() if hasattr(source, "kept_caps") else None  # read here: a child has no history
     if processes >= 2 and hasattr(os, "fork"):
         try:
-            child = Aside(snap, config, report, records)
+            child = Aside(snap, config, report, records, kept)
         except OSError:  # no process or pipe to be had (limits): everything here
             pass
     try:
         if child is None:
             walls = walltime_here()
-        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits)
+        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept)
         learned_snap = snap.fresh()
         behaviour = behaviour_for(learned_snap, knowledge)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
@@ -209,7 +221,8 @@ class Aside:
     exactly as without the child. ``stop`` kills a child that is still running: on a timeout,
     on SIGTERM, or on an error in the parent."""
 
-    def __init__(self, snap: Snapshot, config: Configuration, report: Report, records: list[JobRecord]) -> None:
+    def __init__(self, snap: Snapshot, config: Configuration, report: Report, records: list[JobRecord],
+                 kept: dict[int, KeptDay] | None = None) -> None:
         self.pid: int | None = None
         self.report = report
         self.pipe: io.BufferedReader | None = None
@@ -229,7 +242,7 @@ class Aside:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 sys.stderr = io.StringIO()
                 with os.fdopen(write, "wb") as pipe:
-                    pickle.dump(habits_at(records, snap), pipe, pickle.HIGHEST_PROTOCOL)
+                    pickle.dump(habits_at(records, snap, kept), pipe, pickle.HIGHEST_PROTOCOL)
                     pipe.flush()
                     own = Report(collect=report.collect, quiet=report.quiet)
                     starts = wall_starts(simulate(snap.fresh(), config, own))
