@@ -1431,3 +1431,37 @@ def test_a_cron_run_takes_the_user_caps_kept_days_and_sweeps_anew_what_does_not_
     assert sweeps[0] == 0 and min(sweeps[1:]) > 0, sweeps  # the days kept were taken, the others swept
     assert all(found == results["none"] for found in results.values())
     assert b"with learned windows and user caps" in results["kept"][0]
+
+
+def test_the_jobs_of_the_lookback_teach_the_habits_and_cancellations_all_jobs_teach(tmp_path):
+    """With the run times asked of its indexes, a forecast reads only the jobs that had not
+    ended ``LOOKBACK`` before the snapshot: the user caps, start windows and cancellation odds
+    they teach must be those all the history's jobs teach, at any time."""
+    from jufo.learn.behaviour import cap_window, learn_windows
+    from jufo.learn.cancellation import CancelOdds
+    from jufo.learn.outlook import LOOKBACK
+
+    cut = 0
+    for seed in range(12):
+        rng = random.Random(seed)
+        records = []
+        for i in range(rng.randint(50, 400)):
+            submit = EPOCH + rng.randint(0, 100 * DAY)
+            start = submit + rng.randint(0, 2 * DAY) if rng.random() < 0.85 else None
+            end = start + rng.randint(60, 3 * DAY) if start is not None and rng.random() < 0.9 else None
+            if start is None and rng.random() < 0.4:
+                end = submit + rng.randint(0, DAY)  # cancelled while pending
+            records.append(JobRecord(f"j{i}", rng.choice(["u1", "u2", "u3"]), "g", "", "q", "", 1,
+                                     rng.choice([1, 2, 4]), rng.choice([600, 3600, 20 * HOUR]), submit, start, end))
+        with History.open(str(tmp_path / f"h{seed}.db")) as store:
+            store.import_records(records, "sacct")
+            for now in [EPOCH + rng.randint(30 * DAY, 110 * DAY) for _ in range(4)]:
+                every, recent = store.records(now), store.records(now, now - LOOKBACK)
+                cut += len(every) - len(recent)
+                assert {r.id for r in every} - {r.id for r in recent} == \
+                    {r.id for r in every if r.end is not None and r.end < now - LOOKBACK}
+                assert learn_windows(recent, now) == learn_windows(every, now)
+                assert cap_window(recent, now, 8) == cap_window(every, now, 8)
+                a, b = CancelOdds(recent, now), CancelOdds(every, now)
+                assert (a.left, a.cancelled) == (b.left, b.cancelled)
+    assert cut > 1000  # (many jobs left out)

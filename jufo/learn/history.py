@@ -183,13 +183,18 @@ RUNTIME_INDEXES = {
 }
 
 
+SCORED_INDEX = "made DESC, job, predicted, lo, hi"  # ``scored`` reads the newest forecasts off it, in order
+
+
 def _v3(db: sqlite3.Connection) -> None:
     """What a forecast need not learn anew at each run: the run-time indexes (it asks the
     history for the few jobs each rule looks at instead of reading and relearning every
-    finished job), and what was learned, kept by name (``learned``: the user caps' whole days)."""
+    finished job), the forecasts the calibration reads in the order it reads them, and what was
+    learned, kept by name (``learned``: the user caps' whole days)."""
     for name, columns in RUNTIME_INDEXES.items():
         db.execute(f"CREATE INDEX {name} ON jobs ({columns})")
     db.execute("CREATE TABLE learned (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute(f"CREATE INDEX forecasts_scored ON forecasts ({SCORED_INDEX})")
 
 
 MIGRATIONS = {1: _v1, 2: _v2, 3: _v3}  # version → the step from the version before
@@ -459,16 +464,18 @@ class History:
                        "AND id NOT IN (SELECT job FROM forecasts)", (limit,))
 
     # -- reading -------------------------------------------------------------------------------
-    def records(self, now: int) -> list[JobRecord]:
+    def records(self, now: int, since: int | None = None) -> list[JobRecord]:
         """Every job as it was known at ``now``: submitted by then; a start only if before
         ``now``, an end only if by ``now``. Jobs that left the queue unseen are left out, but
         those known to have left without running (cancelled while pending: an end, no start):
-        they waited until then, which start windows and user caps count."""
+        they waited until then, which start windows and user caps count. ``since``: only jobs
+        that had not ended before then (what learning over a window from then on reads)."""
         rows = self.db.execute("SELECT id, user, grp, account, queue, qos, nodes, cores, wall, submit, "
                                "CASE WHEN start < ?1 THEN start END, "  # a start from now on: not yet
                                "CASE WHEN (start IS NULL OR start < ?1) AND end <= ?1 THEN end END, NULL "
                                f"FROM jobs WHERE (state != 'gone' OR {NEVER_RAN}) "
-                               "AND submit IS NOT NULL AND submit <= ?1", (now,)).fetchall()
+                               "AND submit IS NOT NULL AND submit <= ?1 AND (end IS NULL OR end >= ?2)",
+                               (now, -LATEST_EPOCH if since is None else since)).fetchall()
         rows.sort(key=itemgetter(0))  # by id: Python orders str as SQLite's BINARY does, sooner than ORDER BY
         return of_rows(JobRecord, rows)
 
@@ -693,6 +700,8 @@ _INSANE_INDEXED = {
     ("jobs", "jobs_state"): "state IS NULL OR state NOT IN ('queued', 'running', 'ended', 'gone')",
     ("jobs", "jobs_submit"): _int("submit"),
     ("forecasts", "forecasts_made"): _int("made", False),
+    ("forecasts", "forecasts_scored"): " OR ".join([_int("made", False), _text("job"), _int("predicted", False),
+                                                    _int("lo"), _int("hi")]),
 }
 # (The run-time indexes are not scanned, 0.1 s a run on 54,000 jobs: ``RuntimeQueries`` only
 # compares their copies and keeps a row only where its end lies between its start and now

@@ -39,7 +39,7 @@ from ..engine.snapshot import Snapshot
 from .history import History, Observation
 from ..engine.job import HELD_STATES, WAITING, Job
 from .runtime import RuntimePredictor, RuntimeRules, accuracy as runtime_accuracy, early_share, in_end_order, reach
-from ..engine.windows import WeeklyWindows
+from ..engine.windows import DAY, WEEK, WeeklyWindows
 
 
 class HistorySource(Protocol):
@@ -79,6 +79,9 @@ def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
     return learn_user_caps(records, snap.epoch, snap.machine.total_cores)
 
 
+# What the habits and cancellations look back over: no job that ended before it teaches them
+LOOKBACK = max(WINDOW_WEEKS * WEEK, (CAP_DAYS + 1) * DAY, CANCEL_DAYS * DAY)
+
 # user caps, closed (wall class, slot) pairs, and the caps' whole days to keep (given days kept)
 Habits = tuple[dict[str, int], set[tuple[int, int]], dict[int, KeptDay] | None]
 
@@ -96,15 +99,16 @@ def habits_at(records: list[JobRecord], snap: Snapshot, kept: dict[int, KeptDay]
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord],
           habits_aside: Callable[[], Habits | None] | None = None,
-          kept: dict[int, KeptDay] | None = None) -> Learned:
+          kept: dict[int, KeptDay] | None = None, runtimes: tuple | None = None) -> Learned:
     """Learn run times, habits and the calibration from what was known at the snapshot
-    (``records``: the source's records then; ``kept``: the days of the user caps it kept).
-    ``habits_aside``, if given, gives the user caps and start windows another process
-    learned from the same records (None: learn them here); they are asked for last, after
-    the run times and the calibration learned here. The caps' days are kept again."""
+    (``records``: the source's records then, all of them unless ``runtimes`` are given, then
+    those of the last ``LOOKBACK`` at least; ``kept``: the days of the user caps it kept;
+    ``runtimes``: the run-time rules it answers, ``History.runtimes``). ``habits_aside``, if
+    given, gives the user caps and start windows another process learned from the same
+    records (None: learn them here); they are asked for last, after the run times and the
+    calibration learned here. The caps' days are kept again."""
     now = snap.epoch
-    asked = source.runtimes(now) if hasattr(source, "runtimes") else None  # a history's indexes answer
-    predictor, overruns = asked if asked is not None else RuntimePredictor.learning(in_end_order(records))
+    predictor, overruns = runtimes if runtimes is not None else RuntimePredictor.learning(in_end_order(records))
     cancels = CancelOdds(records, now)
     calibration = Calibration(source.scored(now), coverage)
     habits = habits_aside() if habits_aside is not None else None
@@ -171,7 +175,9 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
         return wall_starts(simulate(snap.fresh(), config, report, progress))
 
     child = None
-    records = source.records(snap.epoch)
+    runtimes = source.runtimes(snap.epoch) if hasattr(source, "runtimes") else None  # a history's indexes answer
+    # then the rest learns over the last LOOKBACK only, and reads no older jobs
+    records = source.records(snap.epoch) if runtimes is None else source.records(snap.epoch, snap.epoch - LOOKBACK)
     kept = source.kept_caps() if hasattr(source, "kept_caps") else None  # read here: a child has no history
     if processes >= 2 and hasattr(os, "fork"):
         try:
@@ -181,7 +187,7 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
     try:
         if child is None:
             walls = walltime_here()
-        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept)
+        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept, runtimes)
         learned_snap = snap.fresh()
         behaviour = behaviour_for(learned_snap, knowledge)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
