@@ -386,20 +386,20 @@ def kept_cap_window(records: Iterable[JobRecord], now: int, capacity: int, kept:
     state = CapState.before(events, first)
     seconds, best = cap_segments(events[at(first):], capacity, sorted({first, lo, first + DAY}),
                                  state.copy())[-1]  # [lo, the first whole day)
-    for day in whole:
-        if day >= swept:
-            break
-        _, day_seconds, day_best = kept[day]
+
+    def add(day_seconds: dict[str, int], day_best: dict[str, int]) -> None:
+        """A later segment's sums and maxima into the window's."""
         seconds.update(day_seconds)
         for user, most in day_best.items():
             best[user] = max(best[user], most)
+
+    keep = {day: kept[day] for day in whole if day < swept}
+    for _, day_seconds, day_best in keep.values():
+        add(day_seconds, day_best)
     state.advance(events, at(first), swept)
     bounds = [*range(swept, today + 1, DAY), *([now] if now > today else [])]
-    keep = {day: kept[day] for day in whole if day < swept}
     for day, (day_seconds, day_best) in zip(bounds, cap_segments(events[at(swept):], capacity, bounds, state)):
-        seconds.update(day_seconds)
-        for user, most in day_best.items():
-            best[user] = max(best[user], most)
+        add(day_seconds, day_best)
         if day < today:
             keep[day] = (digests[day], dict(day_seconds), dict(day_best))
     return seconds, best, keep
