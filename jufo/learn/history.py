@@ -75,18 +75,15 @@ class RuntimeQueries(RuntimeRules):
 
     def __init__(self, db: sqlite3.Connection, now: int, before: tuple[int, str] | None = None) -> None:
         self.db = db
-        self.now = now
-        self.before = before
+        self.bound = "" if before is None else " AND (end, id) < (:end, :id)"
+        self.values = {"now": now} if before is None else {"now": now, "end": before[0], "id": before[1]}
         self.known: dict[tuple, list] = {}
 
     def _latest(self, where: str, values: dict, count: int, columns: str) -> list[tuple]:
         """``columns`` of the latest ``count`` known finished jobs that match ``where``, newest first."""
-        bound = "" if self.before is None else " AND (end, id) < (:end, :id)"
         return self.db.execute(
-            f"SELECT {columns} FROM jobs WHERE {where} AND {_FINISHED}{bound} "  # noqa: S608 - constants
-            f"ORDER BY end DESC, id DESC LIMIT {count}",
-            {**values, "now": self.now, **({} if self.before is None else
-                                           {"end": self.before[0], "id": self.before[1]})}).fetchall()
+            f"SELECT {columns} FROM jobs WHERE {where} AND {_FINISHED}{self.bound} "  # noqa: S608 - constants
+            f"ORDER BY end DESC, id DESC LIMIT {count}", {**values, **self.values}).fetchall()
 
     def _runs(self, key: tuple) -> list[int]:
         runs = self.known.get(key)
@@ -529,16 +526,14 @@ class History:
         return dict(day for day in map(_kept_day, data.items() if isinstance(data, dict) else ()) if day)
 
     def keep_caps(self, days: dict[int, KeptDay]) -> None:
-        """Keep ``days`` for the next run in place of what was kept (written only if they differ;
-        nothing kept by a reading command)."""
+        """Keep ``days`` for the next run in place of what was kept (the caller asks only where
+        they differ from ``kept_caps``; nothing is kept by a reading command)."""
         if not self.writable:
             return
         value = json.dumps({str(day): [digest, seconds, best] for day, (digest, seconds, best) in sorted(days.items())},
                            sort_keys=True, separators=(",", ":"))
         with self.transaction() as db:
-            row = db.execute("SELECT value FROM learned WHERE name = ?", (CAP_KEPT,)).fetchone()
-            if row is None or row[0] != value:
-                db.execute("INSERT OR REPLACE INTO learned VALUES (?, ?)", (CAP_KEPT, value))
+            db.execute("INSERT OR REPLACE INTO learned VALUES (?, ?)", (CAP_KEPT, value))
             db.execute("DELETE FROM learned WHERE name LIKE 'caps/%' AND name != ?", (CAP_KEPT,))  # another jufo's
 
     def set_meta(self, key: str, value: str) -> None:

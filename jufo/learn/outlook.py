@@ -106,7 +106,7 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     ``runtimes``: the run-time rules it answers, ``History.runtimes``). ``habits_aside``, if
     given, gives the user caps and start windows another process learned from the same
     records (None: learn them here); they are asked for last, after the run times and the
-    calibration learned here. The caps' days are kept again."""
+    calibration learned here. The caps' days are kept again where they changed."""
     now = snap.epoch
     predictor, overruns = runtimes if runtimes is not None else RuntimePredictor.learning(in_end_order(records))
     cancels = CancelOdds(records, now)
@@ -115,7 +115,7 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     if habits is None:
         habits = habits_at(records, snap, kept)
     caps, closed, keep = habits
-    if keep is not None:
+    if keep is not None and keep != kept:  # (the same days as read: nothing to write)
         source.keep_caps(keep)
     return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels)
 
