@@ -154,8 +154,8 @@ class QueueLimits:
 
     def _configured(self) -> None:
         """Note what is limited (asked at every fit: attributes, not properties)."""
-        self.users_limited = (bool(self.user_caps) or self.user_default is not None
-                              or any(self.user_tres.values()))
+        self.tres_limited = any(self.user_tres.values())
+        self.users_limited = bool(self.user_caps) or self.user_default is not None or self.tres_limited
         self.active = bool(self.queues) or self.users_limited or bool(self.array_caps)  # any limit at all
 
     def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
@@ -273,9 +273,13 @@ class QueueLimits:
         """
         if not self.users_limited:
             return None
-        cap = self.user_cap(user)
-        if cap is not None and _at_cap(self.full_users, user, self.by_user.get(user, ()), cap, start, end):
-            return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
+        cap = self.user_caps.get(user, self.user_default)
+        if cap is not None:
+            spans = self.by_user.get(user, ())
+            if len(spans) >= cap and _at_cap(self.full_users, user, spans, cap, start, end):
+                return f"UserLimit: user {user} runs at most {cap} jobs at once{self.user_sources.get(user, '')}"
+        if not self.tres_limited:  # (a pass asks this of every job of a user with a cap)
+            return None
         for kind, need, weight in (("cores", cores, _cores), ("nodes", nodes, _nodes)):
             most = self.user_tres[kind].get(user)
             if most is not None and need and peak(self.by_user.get(user, ()), start, end, weight) + need > most:
