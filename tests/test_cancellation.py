@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import T0, running, snapshot, waiting
+from jufo.engine.job import end_grid
 from jufo.engine.snapshot import prepare
 from jufo.engine.windows import DAY
 from jufo.io import lml
@@ -62,12 +63,14 @@ def forecast(b_cancels: bool) -> dict[str, dict[str, int]]:
 def test_the_job_behind_one_its_user_is_likely_to_cancel_is_forecast_earlier():
     """b cancelled all eight of its jobs that had waited as long as x: with the machine's share
     (8 of 18 jobs that waited over 300 s) as the prior, x's odds are (8 + 10 × 0.444) / 18 =
-    0.691, so the simulation holds the core for 309 of x's 1,000 s and y starts at 909 s, not
-    1,600 s. x's own forecast is unchanged: it starts at 600 s and, if it runs, ends 1,000 s later."""
+    0.691, so the simulation holds the core for 309 of x's 1,000 s and y starts at 909 s (on the
+    grid of learned ends, ``end_grid``: 912 s, the nearest 8 s), not 1,600 s. x's own forecast is
+    unchanged: it starts at 600 s and, if it runs, ends 1,000 s later."""
     odds = CancelOdds(history(True), EPOCH)
     assert odds.odds("b", 300) == pytest.approx((8 + 10 * (8 + 10 * 8 / 18) / 28) / 18)
+    assert end_grid(909) == 912
     assert forecast(b_cancels=True) == {"x": {"jufo_starttime": 600, "jufo_endtime": 1600},
-                                        "y": {"jufo_starttime": 909, "jufo_endtime": 1909}}
+                                        "y": {"jufo_starttime": 912, "jufo_endtime": 1912}}
     assert forecast(b_cancels=False) == {"x": {"jufo_starttime": 600, "jufo_endtime": 1600},
                                          "y": {"jufo_starttime": 1600, "jufo_endtime": 2600}}
 

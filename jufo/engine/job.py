@@ -39,6 +39,22 @@ YEAR = 365 * 86400  # the wall of a job whose limit and queue's are unlimited (s
 STATUS_STATES = {"RUNNING": RUNNING, "SUBMITTED": WAITING}
 
 
+def end_grid(t: int) -> int:
+    """``t`` (seconds after the snapshot) to the nearest step of a grid 1/128 to 1/64 as fine
+    as ``t`` is far ahead (powers of two; exact within the first 128 s): a learned run time is
+    no sharper than that, and the ends of many jobs then fall on the same seconds, at each of
+    which the simulation passes over the queue once. Nearest, not up: a start waits on a
+    chain of ends, whose roundings up would add up.  O(1).
+
+    >>> [end_grid(t) for t in (-5, 0, 63, 100, 129, 1000, 100_001)]
+    [-5, 0, 63, 100, 130, 1000, 100352]
+    """
+    if t < 128:
+        return t
+    step = 1 << (t.bit_length() - 7)
+    return (t + step // 2) // step * step
+
+
 @dataclass(eq=False, slots=True)
 class Job:
     """A job with its request and, after simulation, its prediction."""
@@ -90,6 +106,7 @@ class Job:
     partitions: str | None = None  # a job pending in several (``Partition=a,b``): the list, as given
     switches: int | None = None  # Slurm's --switches=N@wait: at most N leaf switches ...
     switch_wait: int = 0  # ... until this long after its arrival, then anywhere
+    learned: bool = False  # ``actual`` is a learned run time (a forecast): its end is planned on ``end_grid``
 
     @property
     def gpus_each(self) -> int:
@@ -132,6 +149,20 @@ class Job:
     def runtime(self) -> int:
         """How long the job runs in the simulation: its real run time if known, else its wall."""
         return self.wall if self.actual is None else self.actual
+
+    def end_at(self, start: int) -> int:
+        """When the job ends in the simulation if it starts at ``start`` (seconds after the
+        snapshot): after its run time, and for a learned one (``learned``) on ``end_grid``
+        from there, never past its wall.
+
+        >>> job = Job("1", 0, {}, "Idle", wall=3600, actual=1000)
+        >>> job.end_at(100_000), Job("2", 0, {}, "Idle", wall=3600, actual=1000, learned=True).end_at(100_000)
+        (101000, 101376)
+        """
+        end = start + self.runtime
+        if not self.learned or end <= start:
+            return end
+        return min(max(end_grid(end), start + 1), start + self.wall)
 
     @property
     def arrival(self) -> int:

@@ -103,6 +103,7 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
                 odds = behaviour.cancel_odds.get(job.id)
                 if odds:
                     job.actual = round(job.actual * (1 - odds))
+                job.learned = job.actual < job.wall  # (one predicted at its wall ends there, as without a history)
         if behaviour.user_caps:
             running = Counter(job.owner for job in snap.jobs if job.running)
             caps = {user: max(cap, running[user]) for user, cap in behaviour.user_caps.items()}

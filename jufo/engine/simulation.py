@@ -270,7 +270,7 @@ class Simulation(ABC):
             started = job.started or 0
             alloc = Allocation(min(started, 0), max(0, started + job.wall), resources,
                                self.state.request_cores(job), job.queue, job.owner, job)
-            job.end, job.resources = max(0, started + job.runtime), resources
+            job.end, job.resources = max(0, job.end_at(started)), resources
             self.occupy(alloc, job.end)
 
     def insert_reservations(self, reservations: list[Reservation]) -> None:
@@ -437,7 +437,7 @@ class Simulation(ABC):
         """Start ``job`` now on ``resources`` (those of its reservation ``planned``, if it has one)."""
         alloc = Allocation(now, now + job.wall, resources, self.state.request_cores(job), job.queue, job.owner, job)
         self.waiting.remove(job)
-        job.start, job.end, job.resources = now, now + job.runtime, resources
+        job.start, job.end, job.resources = now, job.end_at(now), resources
         job.backfilled = backfilled
         self.started += 1
         self.occupy(alloc, job.end, planned)
