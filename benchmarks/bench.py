@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import jufo
@@ -275,6 +276,22 @@ def _with_and_without_history(src: str, master: str, tmp: str, repeat: int,
     return statistics.median(plain), statistics.median(learned), peak
 
 
+def history_case(tmp: str, shape: Shape, jufo: Callable[[list[str]], object], days: int = 90) -> tuple[str, str]:
+    """Write the ``shape`` snapshot and ``days`` of history (``synthetic_history``) into ``tmp``
+    as a cron run five minutes before left it: that run (``jufo(args)``) on the same queue,
+    then. Returns the snapshot's path and the history's."""
+    src, earlier, master = (os.path.join(tmp, n) for n in ("in.xml", "earlier.xml", "master.db"))
+    data = generate(shape)
+    with open(src, "wb") as fh:
+        fh.write(data)
+    now = f'key="system_time" value="{format_date(EPOCH, FMT)}"'.encode()
+    with open(earlier, "wb") as fh:
+        fh.write(data.replace(now, f'key="system_time" value="{format_date(EPOCH - 300, FMT)}"'.encode(), 1))
+    synthetic_history(master, shape, days=days)
+    jufo(["predict", earlier, "-o", os.path.join(tmp, "earlier-out.xml"), "-q", "--history", master])
+    return src, master
+
+
 def bench_history(repeat: int, machine: str = "juropa") -> dict:
     """``predict --history`` on the ``machine`` snapshot (``juropa``, ``large``) with 90 days of
     history (54,000 jobs and forecasts, user caps learned from them) as a cron run five minutes
@@ -282,16 +299,8 @@ def bench_history(repeat: int, machine: str = "juropa") -> dict:
     that history."""
     shape = CASES[machine]
     with tempfile.TemporaryDirectory() as tmp:
-        src, earlier, master = (os.path.join(tmp, n) for n in ("in.xml", "earlier.xml", "master.db"))
-        data = generate(shape)
-        with open(src, "wb") as fh:
-            fh.write(data)
-        now = f'key="system_time" value="{format_date(EPOCH, FMT)}"'.encode()
-        with open(earlier, "wb") as fh:
-            fh.write(data.replace(now, f'key="system_time" value="{format_date(EPOCH - 300, FMT)}"'.encode(), 1))
-        synthetic_history(master, shape)
-        subprocess.run([sys.executable, "-m", "jufo", "predict", earlier, "-o", os.path.join(tmp, "earlier-out.xml"),
-                        "-q", "--history", master], check=True)
+        src, master = history_case(tmp, shape, lambda args: subprocess.run(
+            [sys.executable, "-m", "jufo", *args], check=True))
         p, h, peak = _with_and_without_history(src, master, tmp, repeat)
         p2, h2, _ = _with_and_without_history(src, master, tmp, repeat, ("-P", "2"))
         return {"case": f"{machine}-history", "jobs": shape.jobs, "nodes": shape.nodes, "history_jobs": 54_000,
