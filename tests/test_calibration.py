@@ -7,8 +7,8 @@ import math
 import random
 
 from jufo.learn.backtest import Forecast, Raw, _settled
-from jufo.learn.calibration import (HORIZONS, Calibration, Scored, ScoredWindow, bucket, km_quantiles, settled,
-                                    wait_ratio)
+from jufo.learn.calibration import (HORIZONS, Calibration, Scored, ScoredWindow, bucket, held, km_quantiles,
+                                    samples_of, settled, wait_ratio)
 
 DAY = 86400
 
@@ -276,3 +276,43 @@ def test_a_window_calibrates_as_the_forecasts_it_keeps_would():
             start = now + round(rng.lognormvariate(math.log(wait + 600), 1.0)) - 600 if rng.random() < 0.9 else now + 10**7
             past.append((now, now + wait, max(now, start), job))
             window.add(now, now + wait, max(now, start), job)
+
+
+def test_a_history_hands_the_calibration_its_rows_as_the_scored_forecasts_would(tmp_path):
+    """``History.scored_samples`` (what a forecast calibrates on, read without a ``Scored`` for
+    each) gives the samples, settled ranges and so the bands that ``Calibration(scored)`` does:
+    forecasts with and without ranges, of jobs started, still waiting, and gone."""
+    from benchmarks.bench import EPOCH, Shape, synthetic_history
+    from jufo.learn.history import History
+
+    db = str(tmp_path / "h.db")
+    synthetic_history(db, Shape(nodes=100, jobs=50), days=4, per_day=120)
+    rng = random.Random(3)
+    with History.open(db) as h:
+        with h.transaction() as c:
+            ids = [r[0] for r in c.execute("SELECT id FROM jobs ORDER BY id")]
+            for job in ids:
+                pick = rng.random()
+                if pick < 0.5:
+                    c.execute("UPDATE forecasts SET lo = predicted - ?, hi = predicted + ? WHERE job = ?",
+                              (rng.randint(0, 3000), rng.randint(0, 9000), job))
+                if pick < 0.15:
+                    c.execute("UPDATE jobs SET start = NULL, end = NULL, state = 'queued', seen = submit + ? "
+                              "WHERE id = ?", (rng.randint(0, 20_000), job))
+                elif pick > 0.95:
+                    c.execute("UPDATE jobs SET start = NULL, end = NULL, state = 'gone' WHERE id = ?", (job,))
+        for now in (EPOCH - 3 * 86400, EPOCH - 86400 + 7, EPOCH + 1):
+            scored = h.scored(now)
+            samples, outcomes = h.scored_samples(now)
+            assert len(samples) == len(scored) > 100
+            assert (samples, outcomes) == samples_of([(s.made, s.predicted, s.start, s.seen, s.lo, s.hi, s.job)
+                                                      for s in scored])
+            assert outcomes == list(settled(scored)) == [
+                (s.job or str(s.made), held(s.lo, s.hi, s.start, s.seen)) for s in scored
+                if held(s.lo, s.hi, s.start, s.seen) is not None]
+            assert any(ok for _, ok in outcomes) and not all(ok for _, ok in outcomes)
+            plain, fast = Calibration(scored, 0.8), Calibration.of_samples(samples, 0.8, outcomes)
+            assert (fast.level, fast.held_lately, fast.total) == (plain.level, plain.held_lately, plain.total)
+            assert [fast.band(b) for b in range(len(HORIZONS) + 1)] == [plain.band(b) for b in range(len(HORIZONS) + 1)]
+            assert [s[1] for s in samples] == [s.ratio() for s in scored]
+            assert [s[0] for s in samples] == [bucket(s.wait) for s in scored]

@@ -235,10 +235,35 @@ def settled(scored: Iterable[Scored]) -> Iterator[tuple[str, bool]]:
     ...               Scored(0, 60, None, 100, 30, 120, "c"), Scored(0, 60, 10, 0, job="d")]))
     [('a', True), ('b', False)]
     """
-    for s in scored:
-        found = held(s.lo, s.hi, s.start, s.seen)
-        if found is not None:
-            yield s.job or str(s.made), found
+    yield from samples_of(_fields(scored))[1]
+
+
+def _fields(scored: Iterable[Scored]) -> Iterator[tuple]:
+    """Each forecast's fields in order, as ``samples_of`` takes them."""
+    return ((s.made, s.predicted, s.start, s.seen, s.lo, s.hi, s.job) for s in scored)
+
+
+def samples_of(forecasts: Iterable[tuple[int, int, int | None, int, int | None, int | None, str]]
+               ) -> tuple[list[tuple[int, tuple[float, bool], str]], list[tuple[str, bool]]]:
+    """What a calibration is cut from (``Calibration.of_samples``), in one pass over past
+    forecasts given as ``Scored``'s fields in order, newest first: each one's horizon bucket,
+    ``(ratio, observed)`` and job, and ``settled``'s ``(job, held)``. A history hands its rows
+    here without a ``Scored`` for each (``History.scored_samples``).  O(n).
+
+    >>> samples_of([(0, 600, 1800, 0, 500, 2000, "a"), (0, 0, None, 50, None, None, "")])
+    ([(1, (2.0, True), 'a'), (0, (1.0833333333333333, False), '0')], [('a', True)])
+    """
+    samples, outcomes = [], []
+    add, settle = samples.append, outcomes.append
+    for made, predicted, start, seen, lo, hi, job in forecasts:
+        job = job or str(made)
+        add((bisect.bisect_right(HORIZONS, max(0, predicted - made)),
+             (wait_ratio(made, predicted, start if start is not None else seen), start is not None), job))
+        if lo is not None and hi is not None:
+            found = held(lo, hi, start, seen)
+            if found is not None:
+                settle((job, found))
+    return samples, outcomes
 
 
 def recent_share(outcomes: Iterable[tuple[str, bool]], jobs: int = RECENT_JOBS) -> tuple[float, int] | None:
@@ -336,8 +361,8 @@ class Calibration:
 
     def __init__(self, scored: Iterable[Scored], coverage: float) -> None:
         """From past forecasts, newest first (as ``History.scored`` gives them)."""
-        scored = list(scored)
-        self._group(((bucket(s.wait), s.ratio(), s.job or str(s.made)) for s in scored), coverage, settled(scored))
+        samples, outcomes = samples_of(_fields(scored))
+        self._group(samples, coverage, outcomes)
 
     @classmethod
     def of_samples(cls, samples: Iterable[tuple[int, tuple[float, bool], str]], coverage: float,

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..io.accounting import JobRecord, of_rows
 from .behaviour import CAP_KEPT, KeptDay
-from .calibration import Scored, keep_every
+from .calibration import Scored, keep_every, samples_of
 from .runtime import REACH_JOBS, RuntimeRules, overrun, shortfall
 from ..io.errors import InputError
 from ..io.values import LATEST_EPOCH, MAX_COUNT
@@ -480,6 +480,16 @@ class History:
         """Forecasts made in the ``days`` before ``now``, newest first (at most ``limit``),
         with the real start where it was known at ``now`` (jobs that left unseen with no
         estimated start are left out)."""
+        return of_rows(Scored, self._scored(now, days, limit))
+
+    def scored_samples(self, now: int, days: int = KEEP_DAYS, limit: int = SCORED_LIMIT
+                       ) -> tuple[list[tuple[int, tuple[float, bool], str]], list[tuple[str, bool]]]:
+        """``calibration.samples_of`` the forecasts ``scored`` gives, without a ``Scored`` for
+        each: what a forecast's calibration is cut from (``Calibration.of_samples``)."""
+        return samples_of(self._scored(now, days, limit))
+
+    def _scored(self, now: int, days: int, limit: int) -> list[tuple]:
+        """``scored``'s forecasts as tuples of ``Scored``'s fields."""
         out = []
         for job, made, predicted, lo, hi, start, seen in self.db.execute(
                 "SELECT f.job, f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f JOIN jobs j ON j.id = f.job "
@@ -490,7 +500,7 @@ class History:
                 start = None
             waited = min(seen if seen is not None else made, now)
             out.append((made, predicted, start, max(waited, made), lo, hi, job))
-        return of_rows(Scored, out)
+        return out
 
     def runtimes(self, now: int, recent: int = REACH_JOBS) -> tuple[RuntimeRules, list[float | None]] | None:
         """``RuntimePredictor.learning`` of the jobs known at ``now`` (``records``), answered

@@ -110,7 +110,11 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     now = snap.epoch
     predictor, overruns = runtimes if runtimes is not None else RuntimePredictor.learning(in_end_order(records))
     cancels = CancelOdds(records, now)
-    calibration = Calibration(source.scored(now), coverage)
+    if hasattr(source, "scored_samples"):  # a history's rows, read into what the calibration takes
+        samples, outcomes = source.scored_samples(now)
+        calibration = Calibration.of_samples(samples, coverage, outcomes)
+    else:
+        calibration = Calibration(source.scored(now), coverage)
     habits = habits_aside() if habits_aside is not None else None
     if habits is None:
         habits = habits_at(records, snap, kept)
