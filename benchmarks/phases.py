@@ -42,8 +42,8 @@ PHASES = [
     (history.History, "runtimes", "run-time rules (indexes; asked later)"),
     (history.History, "records", "read the jobs of 8 weeks"),
     (history.History, "kept_caps", "read the kept cap days"),
-    (history.History, "scored", "read the scored forecasts"),
-    (outlook, "Calibration", "calibrate"),
+    (history.History, "scored_samples", "read the scored forecasts"),
+    (calibration.Calibration, "_group", "calibrate (group; bands cut with the ranges)"),
     (outlook, "CancelOdds", "cancellation odds"),
     (outlook, "habits_at", "user caps and start windows"),
     (outlook.Aside, "habits", "wait for the child's caps and windows"),
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{a.machine}, -P {a.processes}: predict --history {result['history_s']:.3f} s, plain predict "
           f"{result['plain_s']:.3f} s ({result['ratio']}x), in one process, median of {a.repeat}")
     for label, value in result["phases_s"].items():
-        print(f"  {label:34s} {value:6.3f} s")
+        print(f"  {label:42s} {value:6.3f} s")
 
 
 if __name__ == "__main__":

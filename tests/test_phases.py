@@ -37,7 +37,8 @@ def test_the_stopwatches_time_each_phase_and_change_neither_output_nor_history(t
 
     assert (tmp_path / "timed.xml").read_bytes() == (tmp_path / "plain.xml").read_bytes()
     assert {(owner, name): owner.__dict__[name] for owner, name, _ in phases.PHASES} == originals
-    seen = {"learned simulation", "open the history (checks)", "read the scored forecasts", "calibrate"}
+    seen = {"learned simulation", "open the history (checks)", "read the scored forecasts",
+            "calibrate (group; bands cut with the ranges)"}
     # one process learns the habits and runs the walltime-only simulation itself; with two, the
     # child does, and the parent waits for it
     seen |= {"user caps and start windows", "walltime-only simulation"} if processes == "1" else \
