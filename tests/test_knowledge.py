@@ -160,3 +160,28 @@ def test_indexes_match_learning_from_scratch_at_every_tie(seed, cancelled):
             compared["caps"] += bool(caps.window(now)[0])
     assert compared["windows"] > 100 and compared["caps"] > 100 and compared["overruns"] > 10_000, compared
     assert compared["cancels"] > 1000 if cancelled else compared["cancels"] == 0, compared
+
+
+def test_waiting_seconds_fall_in_the_slots_of_the_hours_they_span():
+    """``behaviour._add_exposure`` by hour-of-week table: the seconds a walk over every hour
+    piece with ``slot_of`` gives, on random spans from seconds to weeks, before 1970 too."""
+    import random
+
+    from jufo.engine.windows import HOUR, SLOTS, slot_of
+    from jufo.learn.behaviour import _add_exposure
+
+    def walked(start, end):
+        row, t = [0] * SLOTS, start
+        while t < end:
+            step = min(end, t - t % HOUR + HOUR)
+            row[slot_of(t)] += step - t
+            t = step
+        return row
+
+    rng = random.Random(2)
+    for _ in range(3000):
+        start = rng.randint(-10 ** 8, 2 * 10 ** 9)
+        end = start + rng.choice([0, 1, rng.randint(1, 4000), rng.randint(1, 3 * 86400), rng.randint(1, 30 * 86400)])
+        row = [0] * SLOTS
+        _add_exposure(row, start, end)
+        assert row == walked(start, end), (start, end)

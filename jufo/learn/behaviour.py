@@ -39,19 +39,34 @@ CAP_HOURS = 6
 _SLOT_HOURS = [5] * 24 + [1] * 48
 
 
+# the slot of each hour since the epoch, by the hour's place in its week: ``slot_of`` of any
+# second of hour h is ``_HOUR_SLOT[h % 168]`` (a day is 24 whole hours of the clock)
+_HOUR_SLOT = [slot_of(h * HOUR) for h in range(7 * 24)]
+
+
 def _add_exposure(row: list[int], start: int, end: int) -> None:
     """Add the seconds of ``[start, end)`` to the slots they fall in (whole seconds, so that
-    sums in any order agree).  O(min(hours, 168))."""
+    sums in any order agree).  O(min(hours, 168)).
+
+    >>> row = [0] * SLOTS; _add_exposure(row, 9 * HOUR - 60, 11 * HOUR + 30)  # Thursday 08:59-11:00:30
+    >>> {s: v for s, v in enumerate(row) if v}
+    {8: 60, 9: 3600, 10: 3600, 11: 30}
+    """
     weeks = (end - start) // WEEK
     if weeks:
         for s in range(SLOTS):
             row[s] += weeks * _SLOT_HOURS[s] * HOUR
         start += weeks * WEEK
-    t = start
-    while t < end:
-        step = min(end, t - t % HOUR + HOUR)
-        row[slot_of(t)] += step - t
-        t = step
+    if end <= start:
+        return
+    first, last = start // HOUR, (end - 1) // HOUR
+    if first == last:
+        row[_HOUR_SLOT[first % 168]] += end - start
+        return
+    row[_HOUR_SLOT[first % 168]] += (first + 1) * HOUR - start
+    for hour in range(first + 1, last):
+        row[_HOUR_SLOT[hour % 168]] += HOUR
+    row[_HOUR_SLOT[last % 168]] += end - last * HOUR
 
 
 MIN_WINDOW_WEEKS = 4  # starts over fewer weeks than this teach no windows: each weekday hour seen 4 times
