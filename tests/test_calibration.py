@@ -296,13 +296,24 @@ def test_a_history_hands_the_calibration_its_rows_as_the_scored_forecasts_would(
                 if pick < 0.5:
                     c.execute("UPDATE forecasts SET lo = predicted - ?, hi = predicted + ? WHERE job = ?",
                               (rng.randint(0, 3000), rng.randint(0, 9000), job))
-                if pick < 0.15:
-                    c.execute("UPDATE jobs SET start = NULL, end = NULL, state = 'queued', seen = submit + ? "
-                              "WHERE id = ?", (rng.randint(0, 20_000), job))
+                if pick < 0.15:  # still waiting: last seen before, at or after the forecast, or never
+                    c.execute("UPDATE jobs SET start = NULL, end = NULL, state = 'queued', "
+                              "seen = CASE WHEN ? THEN NULL ELSE submit + ? END WHERE id = ?",
+                              (pick < 0.03, rng.randint(-600, 20_000), job))
                 elif pick > 0.95:
                     c.execute("UPDATE jobs SET start = NULL, end = NULL, state = 'gone' WHERE id = ?", (job,))
-        for now in (EPOCH - 3 * 86400, EPOCH - 86400 + 7, EPOCH + 1):
+        starts = sorted(r[0] for r in h.db.execute("SELECT start FROM jobs WHERE start IS NOT NULL"))
+        for now in (EPOCH - 3 * 86400, starts[len(starts) // 2], EPOCH + 1):  # (a job starts at the second)
             scored = h.scored(now)
+            expected = []  # what was known at now, read from the rows as they stand
+            for job, made, predicted, lo, hi, start, seen in h.db.execute(
+                    "SELECT f.job, f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f "
+                    "JOIN jobs j ON j.id = f.job WHERE f.made < ? AND (j.state != 'gone' OR j.start IS NOT NULL) "
+                    "ORDER BY f.made DESC, f.job", (now,)):
+                start = start if start is not None and start < now else None
+                expected.append((made, predicted, start, max(min(made if seen is None else seen, now), made), lo, hi, job))
+            assert [(s.made, s.predicted, s.start, s.seen, s.lo, s.hi, s.job) for s in scored] == expected
+            assert any(s.seen < now and s.start is None for s in scored) and any(s.start is not None for s in scored)
             samples, outcomes = h.scored_samples(now)
             assert len(samples) == len(scored) > 100
             assert (samples, outcomes) == samples_of([(s.made, s.predicted, s.start, s.seen, s.lo, s.hi, s.job)

@@ -489,18 +489,16 @@ class History:
         return samples_of(self._scored(now, days, limit))
 
     def _scored(self, now: int, days: int, limit: int) -> list[tuple]:
-        """``scored``'s forecasts as tuples of ``Scored``'s fields."""
-        out = []
-        for job, made, predicted, lo, hi, start, seen in self.db.execute(
-                "SELECT f.job, f.made, f.predicted, f.lo, f.hi, j.start, j.seen FROM forecasts f JOIN jobs j ON j.id = f.job "
-                "WHERE f.made < ? AND f.made >= ? AND (j.state != 'gone' OR j.start IS NOT NULL) "
-                "ORDER BY f.made DESC, f.job LIMIT ?",
-                (now, now - days * 86400, limit)):
-            if start is not None and start >= now:
-                start = None
-            waited = min(seen if seen is not None else made, now)
-            out.append((made, predicted, start, max(waited, made), lo, hi, job))
-        return out
+        """``scored``'s forecasts as tuples of ``Scored``'s fields, as SQLite gives them: a start
+        from ``now`` on is not known yet; the job waited at least until it was last seen (or
+        the forecast was made), and no later than ``now``."""
+        return self.db.execute(
+            "SELECT f.made, f.predicted, CASE WHEN j.start < ?1 THEN j.start END, "
+            "max(min(coalesce(j.seen, f.made), ?1), f.made), f.lo, f.hi, f.job "
+            "FROM forecasts f JOIN jobs j ON j.id = f.job "
+            "WHERE f.made < ?1 AND f.made >= ?2 AND (j.state != 'gone' OR j.start IS NOT NULL) "
+            "ORDER BY f.made DESC, f.job LIMIT ?3",
+            (now, now - days * 86400, limit)).fetchall()
 
     def runtimes(self, now: int, recent: int = REACH_JOBS) -> tuple[RuntimeRules, list[float | None]] | None:
         """``RuntimePredictor.learning`` of the jobs known at ``now`` (``records``), answered
