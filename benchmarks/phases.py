@@ -48,7 +48,7 @@ PHASES = [
     (outlook, "habits_at", "user caps and start windows"),
     (outlook.Aside, "habits", "wait for the child's caps and windows"),
     (outlook.Aside, "starts", "wait for the child's walltime-only starts"),
-    (outlook, "behaviour_for", "run times of the snapshot's jobs"),
+    (outlook, "job_runtimes", "run times of the snapshot's jobs"),
     (outlook, "simulate", "simulation"),
     (calibration.Calibration, "range", "ranges"),
     (outlook, "results", "results"),

@@ -99,14 +99,16 @@ def habits_at(records: list[JobRecord], snap: Snapshot, kept: dict[int, KeptDay]
 
 def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[JobRecord],
           habits_aside: Callable[[], Habits | None] | None = None,
-          kept: dict[int, KeptDay] | None = None, runtimes: tuple | None = None) -> Learned:
+          kept: dict[int, KeptDay] | None = None, runtimes: tuple | None = None,
+          meanwhile: Callable[[RuntimeRules, CancelOdds | None], None] | None = None) -> Learned:
     """Learn run times, habits and the calibration from what was known at the snapshot
     (``records``: the source's records then, all of them unless ``runtimes`` are given, then
     those of the last ``LOOKBACK`` at least; ``kept``: the days of the user caps it kept;
     ``runtimes``: the run-time rules it answers, ``History.runtimes``). ``habits_aside``, if
     given, gives the user caps and start windows another process learned from the same
     records (None: learn them here); they are asked for last, after the run times and the
-    calibration learned here. The caps' days are kept again where they changed."""
+    calibration learned here, and after ``meanwhile(run-time rules, cancellation odds)``, the
+    caller's own work that needs no habits. The caps' days are kept again where they changed."""
     now = snap.epoch
     predictor, overruns = runtimes if runtimes is not None else RuntimePredictor.learning(in_end_order(records))
     cancels = CancelOdds(records, now)
@@ -115,6 +117,8 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
         calibration = Calibration.of_samples(samples, coverage, outcomes)
     else:
         calibration = Calibration(source.scored(now), coverage)
+    if meanwhile is not None:
+        meanwhile(predictor, cancels)
     habits = habits_aside() if habits_aside is not None else None
     if habits is None:
         habits = habits_at(records, snap, kept)
@@ -125,20 +129,25 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
-    """The habits to simulate, and each job's predicted run time (running jobs: given how
-    long they have run)."""
+    """The habits to simulate, and each job's predicted run time (``job_runtimes``)."""
+    return Behaviour(learned.windows, learned.user_caps, *job_runtimes(snap, learned.predictor, learned.cancels))
+
+
+def job_runtimes(snap: Snapshot, predictor: RuntimeRules, cancels: CancelOdds | None
+                 ) -> tuple[dict[str, tuple[int, str]], dict[str, float]]:
+    """Each job's predicted run time (running jobs: given how long they have run), and each
+    waiting job's odds of being cancelled before it starts."""
     runtimes = {}
     odds = {}
-    cancels = learned.cancels
     for job in snap.jobs:
         if job.running:
-            runtimes[job.id] = learned.predictor.predict(job.owner, job.queue, job.wall, job.total_cores,
-                                                         elapsed=max(0, -(job.started or 0)))
+            runtimes[job.id] = predictor.predict(job.owner, job.queue, job.wall, job.total_cores,
+                                                 elapsed=max(0, -(job.started or 0)))
         elif job.reason is None:
-            runtimes[job.id] = learned.predictor.predict(job.owner, job.queue, job.wall, job.total_cores)
+            runtimes[job.id] = predictor.predict(job.owner, job.queue, job.wall, job.total_cores)
             if cancels:
                 odds[job.id] = cancels.odds(job.owner, max(0, -job.queued))
-    return Behaviour(learned.windows, learned.user_caps, runtimes, odds)
+    return runtimes, odds
 
 
 @dataclass
@@ -191,9 +200,16 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
     try:
         if child is None:
             walls = walltime_here()
-        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept, runtimes)
         learned_snap = snap.fresh()
-        behaviour = behaviour_for(learned_snap, knowledge)
+        early: list[tuple[dict, dict]] = []  # the snapshot's run times, worked out while the child learns habits
+
+        def meanwhile(predictor: RuntimeRules, cancels: CancelOdds | None) -> None:
+            early.append(job_runtimes(learned_snap, predictor, cancels))
+
+        knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept, runtimes,
+                          None if child is None else meanwhile)
+        runs, odds = early[0] if early else job_runtimes(learned_snap, knowledge.predictor, knowledge.cancels)
+        behaviour = Behaviour(knowledge.windows, knowledge.user_caps, runs, odds)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
         if child is not None:
             walls = child.starts()
