@@ -257,7 +257,7 @@ def samples_of(forecasts: Iterable[tuple[int, int, int | None, int, int | None, 
     add, settle = samples.append, outcomes.append
     for made, predicted, start, seen, lo, hi, job in forecasts:
         job = job or str(made)
-        add((bisect.bisect_right(HORIZONS, max(0, predicted - made)),
+        add((bucket(max(0, predicted - made)),
              (wait_ratio(made, predicted, start if start is not None else seen), start is not None), job))
         if lo is not None and hi is not None:
             found = held(lo, hi, start, seen)
