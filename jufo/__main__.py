@@ -9,7 +9,9 @@ def run() -> None:
     shared library that cannot be mapped in): one line saying so, exit 1."""
     try:
         from .cli import main
-    except MemoryError:
+    except (MemoryError, SyntaxError) as err:  # (a SyntaxError: the parser out of memory compiling jufo itself)
+        if isinstance(err, SyntaxError) and not _own(err.filename):
+            raise
         os.write(2, b"jufo: error: out of memory while starting (the memory this process may use is too small "
                     b"for jufo itself)\n")
         os._exit(1)
@@ -17,6 +19,11 @@ def run() -> None:
         os.write(2, f"jufo: error: cannot load its modules: {err}\n".encode(errors="replace"))
         os._exit(1)
     main()
+
+
+def _own(filename: str | None) -> bool:
+    """Is ``filename`` one of jufo's own modules (which compile)?"""
+    return bool(filename) and os.path.abspath(filename).startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,33 @@ def _memory_exhausted() -> bool:
     return False
 
 
+def _stopped(stop: BaseException) -> NoReturn:
+    """Leave as SIGTERM (exit 143) or ``--timeout`` (exit 124) asks, with no output written."""
+    if isinstance(stop, signals.TimedOut):
+        _fail("error: the run passed its --timeout; no output written", EXIT_TIMEOUT)
+    _fail("terminated; no output written", EXIT_TERMINATED)
+
+
+def _signal_behind(err: BaseException) -> BaseException | None:
+    """The SIGTERM or ``--timeout`` whose unwinding raised ``err``, if any: a lock the signal
+    interrupted half-taken fails as a ``with`` releases it ("cannot release un-acquired lock",
+    seen once when a backtest's timeout came), and the signal is what ended the run."""
+    seen, depth = err.__context__, 0
+    while seen is not None and depth < 50:
+        if isinstance(seen, (signals.Terminated, signals.TimedOut)):
+            return seen
+        seen, depth = seen.__context__, depth + 1
+    return None
+
+
+def own_source_failed(err: BaseException) -> bool:
+    """Is ``err`` a SyntaxError in one of jufo's own modules? They compile, so it is CPython's
+    parser failing to allocate under a memory limit (seen at 30 MiB of address space, where
+    bytecode is not cached: ``PYTHONDONTWRITEBYTECODE``), not a fault of the input."""
+    home = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    return isinstance(err, SyntaxError) and bool(err.filename) and os.path.abspath(err.filename).startswith(home)
+
+
 def guarded(command):
     """Map InputError to exit 2 and anything unexpected to exit 1, never a traceback."""
 
@@ -98,10 +125,8 @@ def guarded(command):
             _quiet_exit(EXIT_INTERNAL)
         except MemoryError:
             _out_of_memory()
-        except signals.Terminated:
-            _fail("terminated; no output written", EXIT_TERMINATED)
-        except signals.TimedOut:
-            _fail("error: the run passed its --timeout; no output written", EXIT_TIMEOUT)
+        except (signals.Terminated, signals.TimedOut) as stop:
+            _stopped(stop)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception as err:  # noqa: BLE001 - the last line of defence
@@ -110,9 +135,13 @@ def guarded(command):
             if sqlite is not None and isinstance(err, (sqlite.DatabaseError, UnicodeDecodeError)):
                 _fail(f"error: the history file is damaged or not jufo's ({err}); it was not changed. "
                       "Check it with: sqlite3 FILE 'PRAGMA integrity_check'", EXIT_BAD_INPUT)
+            behind = _signal_behind(err)
+            if behind is not None:
+                _stopped(behind)
             # CPython 3.11 reports a failed allocation of a new frame's stack as SystemError
-            # ("error return without exception set"): where memory is indeed exhausted, say so
-            if isinstance(err, SystemError) and _memory_exhausted():
+            # ("error return without exception set"): where memory is indeed exhausted, say so;
+            # and its parser, compiling one of jufo's own modules imported late, a SyntaxError
+            if (isinstance(err, SystemError) and _memory_exhausted()) or own_source_failed(err):
                 _out_of_memory()
             if os.environ.get("JUFO_DEBUG"):
                 raise

@@ -6,7 +6,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from conftest import SAMPLES, predictions, running, snapshot, waiting
+from conftest import ROOT, SAMPLES, predictions, running, snapshot, waiting
 from jufo.cli import main
 from jufo.io.dates import format_date, parse_date
 
@@ -247,3 +247,42 @@ def test_a_dependency_beside_an_array_of_100000_tasks_is_resolved_in_linear_time
     waits = dependency.resolve([*tasks, after])
     assert time.perf_counter() - began < 10  # a second here; the list took minutes
     assert list(waits) == [after] and [job for _, job in waits[after]] == tasks
+
+
+@pytest.mark.parametrize("stop, code, said", [("TimedOut", 124, "passed its --timeout"), ("Terminated", 143, "terminated")])
+def test_an_error_raised_while_a_timeout_or_sigterm_unwinds_ends_the_run_as_that_signal(capsys, stop, code, said):
+    """A signal that interrupts a lock half-taken makes its ``with`` fail on release ("cannot
+    release un-acquired lock", once in CI as a backtest's --timeout came): the run still ends as
+    the signal asks, not as an internal error."""
+    from jufo import cli, signals
+
+    @cli.guarded
+    def interrupted():
+        try:
+            raise getattr(signals, stop)()
+        finally:
+            raise RuntimeError("cannot release un-acquired lock")
+
+    with pytest.raises(SystemExit) as done:
+        interrupted()
+    assert done.value.code == code and said in capsys.readouterr().err
+
+
+def test_a_syntax_error_in_jufos_own_module_is_the_parser_out_of_memory_and_in_another_an_internal_error(tmp_path):
+    """Compiling a module imported late under a memory limit, CPython's parser may report the
+    failed allocation as a SyntaxError (seen at 30 MiB of address space without cached
+    bytecode); jufo's own modules compile, so there it is said as out of memory."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, jufo.cli as cli\n"
+             "@cli.guarded\n"
+             "def late():\n"
+             "    raise SyntaxError(\"expected ':'\", (sys.argv[1], 251, 1, 'x'))\n"
+             "late()\n")
+    own = subprocess.run([sys.executable, "-c", probe, str(ROOT / "jufo" / "engine" / "configuration.py")],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert own.returncode == 1 and own.stderr.startswith("jufo: error: out of memory"), own.stderr
+    other = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "site.py")], capture_output=True, text=True,
+                           cwd=ROOT)
+    assert other.returncode == 1 and other.stderr.startswith("jufo: internal error: SyntaxError"), other.stderr
