@@ -7,4 +7,13 @@ simulates the configured scheduler; ``learn`` is the forecast that learns from h
 ``forecast`` (one prediction end to end) and ``cli`` (the ``jufo`` command).
 """
 
+import os
+
 __version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
+
+def own_module(filename: str | None) -> bool:
+    """Is ``filename`` the source of one of jufo's own modules? They compile, so a SyntaxError
+    there is CPython's parser failing to allocate under a memory limit (where bytecode is not
+    cached: ``PYTHONDONTWRITEBYTECODE``), not a fault of the input."""
+    return bool(filename) and os.path.abspath(filename).startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)

@@ -3,6 +3,8 @@ where the memory this process may use is too small even for jufo's own modules."
 
 import os
 
+from . import own_module
+
 
 def run() -> None:
     """Import the command line and run it; where its modules cannot be loaded (out of memory, a
@@ -10,7 +12,7 @@ def run() -> None:
     try:
         from .cli import main
     except (MemoryError, SyntaxError) as err:  # (a SyntaxError: the parser out of memory compiling jufo itself)
-        if isinstance(err, SyntaxError) and not _own(err.filename):
+        if isinstance(err, SyntaxError) and not own_module(err.filename):
             raise
         os.write(2, b"jufo: error: out of memory while starting (the memory this process may use is too small "
                     b"for jufo itself)\n")
@@ -19,11 +21,6 @@ def run() -> None:
         os.write(2, f"jufo: error: cannot load its modules: {err}\n".encode(errors="replace"))
         os._exit(1)
     main()
-
-
-def _own(filename: str | None) -> bool:
-    """Is ``filename`` one of jufo's own modules (which compile)?"""
-    return bool(filename) and os.path.abspath(filename).startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import click
 
 from .io import lml
 from .io import output as out
-from . import signals
+from . import own_module, signals
 from .io.values import MAX_CORES_PER_NODE, count_of
 from .io.errors import InputError, Report
 from .learn.history import KEEP_DAYS
@@ -100,14 +100,6 @@ def _signal_behind(err: BaseException) -> BaseException | None:
     return None
 
 
-def own_source_failed(err: BaseException) -> bool:
-    """Is ``err`` a SyntaxError in one of jufo's own modules? They compile, so it is CPython's
-    parser failing to allocate under a memory limit (seen at 30 MiB of address space, where
-    bytecode is not cached: ``PYTHONDONTWRITEBYTECODE``), not a fault of the input."""
-    home = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    return isinstance(err, SyntaxError) and bool(err.filename) and os.path.abspath(err.filename).startswith(home)
-
-
 def guarded(command):
     """Map InputError to exit 2 and anything unexpected to exit 1, never a traceback."""
 
@@ -140,8 +132,10 @@ def guarded(command):
                 _stopped(behind)
             # CPython 3.11 reports a failed allocation of a new frame's stack as SystemError
             # ("error return without exception set"): where memory is indeed exhausted, say so;
-            # and its parser, compiling one of jufo's own modules imported late, a SyntaxError
-            if (isinstance(err, SystemError) and _memory_exhausted()) or own_source_failed(err):
+            # and its parser, compiling one of jufo's own modules imported late (seen at 30 MiB
+            # of address space), a SyntaxError
+            if ((isinstance(err, SystemError) and _memory_exhausted())
+                    or (isinstance(err, SyntaxError) and own_module(err.filename))):
                 _out_of_memory()
             if os.environ.get("JUFO_DEBUG"):
                 raise

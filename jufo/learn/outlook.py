@@ -207,8 +207,8 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
             early.append(job_runtimes(learned_snap, predictor, cancels))
 
         knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept, runtimes,
-                          None if child is None else meanwhile)
-        runs, odds = early[0] if early else job_runtimes(learned_snap, knowledge.predictor, knowledge.cancels)
+                          meanwhile)
+        runs, odds = early[0]
         behaviour = Behaviour(knowledge.windows, knowledge.user_caps, runs, odds)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
         if child is not None:
