@@ -608,8 +608,9 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
 
     A job bound to an advance reservation is planned on its nodes, from its start. Jobs Slurm
     does not test keep the simulation's forecast: those waiting for a dependency,
-    past an array's throttle or its ``bf_max_job_array_resv`` tasks tested, held by a per-user limit,
-    components of a heterogeneous job, those beyond ``bf_max_job_test``
+    past an array's throttle or its ``bf_max_job_array_resv`` tasks tested, held by a per-user limit
+    (a limit reason; or its QOS's ``MaxJobsPU`` or ``MaxTRESPU`` reached with the jobs the pass
+    started, ``_QosUse``), components of a heterogeneous job, those beyond ``bf_max_job_test``
     (``maxtopdogs``) or beyond the pass's limits per user and partition, and all after it has
     started ``bf_max_job_start`` jobs (``config.plan_limits``); a dependency's later planned end
     moves them on. Jobs Slurm reserves nothing for (below ``bf_min_prio_reserve``, younger than
@@ -642,6 +643,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
     limits = config.plan_limits
     counted: Counter[tuple[str, ...]] = Counter()  # jobs tested per user, partition, user and partition
     reserved: Counter[str] = Counter()  # reservations made per partition
+    using = _QosUse(snap, {job for job in tested if job.running})
     for job in tested:
         if planned >= sim.policy.maxtopdogs or (limits.max_job_start and started >= limits.max_job_start):
             break
@@ -649,6 +651,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
             plan.start(_held(job, machine), _whole(job, config))
             if limits:
                 limits.beyond(job, counted)
+            using.add(job)
             planned += 1
             started += 1
             continue
@@ -657,7 +660,11 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
             if job.array in closed:
                 _move(job, closed[job.array])
             continue
-        if limits and limits.beyond(job, counted):  # (_job_exceeds_max_bf_param: counts to the depth)
+        if using.full(job):  # passed over uncounted, and the array's other tasks with it
+            if job.array is not None:
+                closed[job.array] = latest.get(job.array, 0)
+            continue
+        if (limits and limits.beyond(job, counted)) or using.over(job):  # (_job_exceeds_max_bf_param: counts to the depth)
             planned += 1
             if job.array is not None:  # Slurm goes on to the next record: the array's other tasks are not tested
                 closed[job.array] = latest.get(job.array, 0)
@@ -679,6 +686,7 @@ def plan_pending(snap: Snapshot, config: Configuration, sim: Simulation, now: in
             continue
         if result.start <= plan.now:
             started += 1
+            using.add(job)
         elif result.held:
             reserved[job.queue] += 1
         if job.array is not None:
@@ -730,6 +738,57 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
         ahead += max(other.total_cores, other.nodes * per_node) * (other.wall // 60)
     delay = ahead // max(part_cpus, 1) * 60
     return max(found[0] + delay, start_res, 0)
+
+
+class _QosUse:
+    """What each user runs in each QOS with a per-user limit (``snapshot.qos_limits``: Slurm's
+    ``MaxJobsPU``; ``snapshot.qos_tres``: ``MaxTRESPU`` cpu= and node=), as a pass goes: the
+    jobs, cores and nodes of the running jobs, and of those the pass starts.
+
+    >>> from types import SimpleNamespace
+    >>> ann, more = (Job(str(k), k, {"qos": "normal"}, state, owner="ann") for k, state in ((1, "Running"), (2, "Idle")))
+    >>> ann.nodes, ann.total_cores, more.nodes, more.total_cores = 2, 8, 1, 4
+    >>> use = _QosUse(SimpleNamespace(jobs=[ann], qos_limits={"normal": 2}, qos_tres={"normal": {"cores": 12}}))
+    >>> use.full(more), use.over(more), use.add(more), use.full(more), use.over(more)
+    (False, False, None, True, True)
+    """
+
+    def __init__(self, snap: Snapshot, aside: set[Job] | frozenset[Job] = frozenset()) -> None:
+        self.jobs, self.tres = snap.qos_limits, snap.qos_tres
+        self.used: dict[tuple[str, str], list[int]] = {}  # (user, QOS) → [jobs, cores, nodes]
+        if self.jobs or self.tres:
+            for job in snap.jobs:
+                if job.running and job not in aside:  # (those the pass started count in their turn)
+                    self.add(job)
+
+    def _key(self, job: Job) -> tuple[str, str]:
+        return job.owner, job.data.get("qos", "").strip()
+
+    def add(self, job: Job) -> None:
+        """``job`` runs: its user's use of its QOS grows by it.  O(1)."""
+        key = self._key(job)
+        if key[1] in self.jobs or key[1] in self.tres:
+            used = self.used.setdefault(key, [0, 0, 0])
+            used[0] += 1
+            used[1] += job.total_cores
+            used[2] += job.nodes
+
+    def full(self, job: Job) -> bool:
+        """Does its user run as many jobs of its QOS as ``MaxJobsPU`` allows? Slurm's pass then
+        passes over it before counting it to any depth (``acct_policy_job_runnable_pre_select``).
+        O(1)."""
+        cap = self.jobs.get(job.data.get("qos", "").strip())
+        used = self.used.get(self._key(job)) if cap is not None else None
+        return used is not None and used[0] >= cap
+
+    def over(self, job: Job) -> bool:
+        """Would ``job`` take its user beyond its QOS's ``MaxTRESPU`` cores or nodes with what
+        runs? Slurm's pass then neither starts it nor reserves for it, once it has tested it
+        (``acct_policy_job_runnable_post_select``).  O(1)."""
+        most = self.tres.get(job.data.get("qos", "").strip())
+        used = self.used.get(self._key(job)) if most else None
+        return used is not None and any(kind in most and used[i] + need > most[kind] for i, kind, need in
+                                        ((1, "cores", job.total_cores), (2, "nodes", job.nodes)))
 
 
 def _on_nodes(job: Job) -> bool:
