@@ -78,6 +78,8 @@ class Lab:
     debug: bool = False  # log every backfill pass (DebugFlags=Backfill,BackfillMap)
     user_limit: int = 0  # the normal QOS's MaxJobsPerUser (0: none), as sites limit running jobs
     user_cpus: int = 0  # the normal QOS's MaxTRESPerUser=cpu (0: none), as sites limit the cores a user holds
+    accounts: int = 1  # Slurm accounts the users are spread over in turn (lab, or lab1 to labN), as projects
+    account_limit: int = 0  # the normal QOS's MaxJobsPerAccount (0: none), as sites limit a project's running jobs
     bf_extra: str = ""  # more SchedulerParameters (bf_max_job_user=4,...), as sites limit their backfill
     gpus: int = 0  # GPUs per node (gres/gpu; device files stand in for them), as GPU sites share nodes
     memory: bool = False  # memory a consumable (CR_Core_Memory, 100 MB a CPU by default), as most shared sites
@@ -101,6 +103,17 @@ class Lab:
     def gpu_type(self, k: int) -> str | None:
         """The GPU type of node ``k`` (from 1) of ``gpu_range``: ``gpu_types`` in turn."""
         return self.gpu_types[(k - self.gpu_range()[0]) % len(self.gpu_types)] if self.gpu_types else None
+
+    def account_of(self, user: str) -> str:
+        """The Slurm account of a lab user: ``lab``, or with ``accounts`` > 1 ``lab1`` to ``labN`` in
+        turn (jlab1 in lab1, jlab2 in lab2, ...; root in lab).
+
+        >>> Lab(Path("/tmp/x"), accounts=2).account_of("jlab3"), Lab(Path("/tmp/x")).account_of("jlab3")
+        ('lab1', 'lab')
+        """
+        if self.accounts <= 1 or not user.startswith("jlab"):
+            return "lab"
+        return f"lab{(int(user[4:]) - 1) % self.accounts + 1}"
 
     @property
     def munge_socket(self) -> Path:
@@ -201,7 +214,7 @@ def slurm_conf(lab: Lab) -> str:
         # slurmctld use the default socket otherwise, and fail once no munged listens there)
         lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
                   f"AccountingStoragePort={DBD_PORT + lab.ports}", f"AccountingStoragePass={lab.munge_socket}"]
-        if lab.user_limit or lab.user_cpus:  # QOS limits count only where enforced (and every user needs an association)
+        if lab.user_limit or lab.user_cpus or lab.account_limit:  # QOS limits count only where enforced (and every user needs an association)
             lines.append("AccountingStorageEnforce=associations,limits,qos")
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
@@ -308,9 +321,13 @@ def start_accounting(lab: Lab) -> None:
     record_pid(lab, "slurmdbd", pid_from(d / "run" / "slurmdbd.pid"))
     wait_for("slurmdbd", lambda: sh("sacctmgr", "-n", "show", "cluster", check=False, env=env).returncode == 0)
     sh("sacctmgr", "-i", "add", "cluster", "jufolab", check=False, env=env)
-    sh("sacctmgr", "-i", "add", "account", "lab", "Cluster=jufolab", check=False, env=env)
+    for account in sorted(set(map(lab.account_of, USERS)) | {"lab"}):
+        sh("sacctmgr", "-i", "add", "account", account, "Cluster=jufolab", check=False, env=env)
     for user in USERS + ["root"]:
-        sh("sacctmgr", "-i", "add", "user", user, "Account=lab", "Cluster=jufolab", check=False, env=env)
+        sh("sacctmgr", "-i", "add", "user", user, f"Account={lab.account_of(user)}", "Cluster=jufolab",
+           check=False, env=env)
+    if lab.account_limit:
+        sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxJobsPerAccount={lab.account_limit}", env=env)
     if lab.user_limit:
         sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxJobsPerUser={lab.user_limit}", env=env)
     if lab.user_cpus:
@@ -703,6 +720,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--user-limit", type=int, default=0,
                    help="the normal QOS's MaxJobsPerUser: jobs beyond it wait as QOSMaxJobsPerUserLimit "
                         "(needs --accounting)")
+    p.add_argument("--accounts", type=int, default=1,
+                   help="Slurm accounts (projects) the Unix users are spread over in turn (needs --accounting)")
+    p.add_argument("--account-limit", type=int, default=0,
+                   help="the normal QOS's MaxJobsPerAccount: an account's jobs beyond it wait as "
+                        "MaxJobsPerAccount (needs --accounting)")
     p.add_argument("--users", type=int, default=len(USERS),
                    help="Unix users the trace's users are mapped to, in turn by first submit (as many as the "
                         "window has: one each)")
@@ -752,8 +774,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
     if args.priority == "fairshare" and not args.accounting:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
-    if (args.user_limit or args.user_cpus) and not args.accounting:
-        raise SystemExit("slurmlab: --user-limit and --user-cpus need --accounting (QOS limits are slurmdbd's)")
+    if (args.user_limit or args.user_cpus or args.account_limit or args.accounts > 1) and not args.accounting:
+        raise SystemExit("slurmlab: --user-limit, --user-cpus, --accounts and --account-limit need --accounting "
+                         "(QOS limits are slurmdbd's)")
+    if args.accounts < 1:
+        raise SystemExit(f"slurmlab: --accounts {args.accounts}: at least one")
     if not 2 <= args.users <= MAX_USERS:
         raise SystemExit(f"slurmlab: --users {args.users}: from 2 (the chain and the array have their own) "
                          f"to {MAX_USERS}")
@@ -762,6 +787,7 @@ def main(argv: list[str] | None = None) -> None:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
+              accounts=args.accounts, account_limit=args.account_limit,
               bf_extra=args.bf, gpus=args.gpus, memory=args.memory, gpu_nodes=args.gpu_nodes,
               gpu_weight=args.gpu_weight, shapes=args.shapes, halflife=args.halflife,
               gpu_types=tuple(t for t in args.gpu_types.split(",") if t), bf_interval=args.bf_interval)

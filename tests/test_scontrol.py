@@ -580,6 +580,72 @@ def test_a_qos_limit_on_the_cores_a_user_holds(jufo, max_tres_pu, reason, expect
     assert ("max_tres_pu='cpu=many'" in result.stderr) == (max_tres_pu == "cpu=many")
 
 
+def _account_snapshot(limits: dict[str, str], reason: str | None = None, other_qos: bool = False) -> bytes:
+    """Eight cores; account p1: user u runs r on 2 cores until 600 s and waits with a (1 core,
+    500 s, ahead), user w waits with b (1 core); user v of account p2 waits with c (1 core); all
+    of QOS normal, whose class object has ``limits`` (``max_jobs_pa``, ``max_tres_pa``)."""
+    from conftest import T0, running
+
+    jobs = {"r": running(2, ends_in=600, wall=1000, owner="u", qos="normal", account="p1"),
+            "a": waiting(1, 500, queued="01/10/12-11:00:00", owner="u", qos="normal", account="p1"),
+            "b": waiting(1, 500, queued="01/10/12-11:01:00", owner="w", qos="normal", account="p1",
+                         **({"reason": reason} if reason else {})),
+            "c": waiting(1, 500, queued="01/10/12-11:02:00", owner="v", qos="normal", account="p2")}
+    if other_qos:  # u's account also has a job of another QOS: jufo caps an account over all queues, so not this one
+        jobs["d"] = waiting(1, 500, queued="01/10/12-11:03:00", owner="u", qos="long", account="p1")
+    objects = [("sys", "system", {"system_time": T0}), ("n1", "node", {"ncores": "8"})]
+    if limits:
+        objects.append(("c0", "class", {"name": "normal", **limits}))
+    objects += [(name, "job", {k: str(v) for k, v in data.items()}) for name, data in jobs.items()]
+    return lml.build(objects)
+
+
+@pytest.mark.parametrize("limits, reason, other_qos, expected", [
+    ({}, None, False, {"a": 0, "b": 0, "c": 0}),  # no limit: every job starts now
+    ({"max_jobs_pa": "2"}, None, False, {"a": 0, "b": 500, "c": 0}),  # p1 runs at most 2: b waits for a
+    ({"max_jobs_pa": "2"}, "MaxJobsPerAccount", False, {"a": 0, "b": 500, "c": 0}),  # the reason adds nothing then
+    ({}, "MaxJobsPerAccount", False, {"a": 0, "b": 0, "c": 0}),  # the reason alone: w runs nothing, so no cap
+    ({"max_tres_pa": "cpu=3"}, None, False, {"a": 0, "b": 500, "c": 0}),  # p1 holds at most 3 cores
+    ({"max_tres_pa": "node=1"}, None, False, {"a": 600, "b": 1100, "c": 0}),  # one job's node at a time
+    ({"max_jobs_pa": "2"}, None, True, {"a": 0, "b": 0, "c": 0}),  # p1 has jobs of two QOS: not capped
+    ({"max_jobs_pa": "none"}, None, False, {"a": 0, "b": 0, "c": 0}),  # unreadable: a warning, and no cap
+])
+def test_a_qos_limit_on_what_an_account_runs(jufo, limits, reason, other_qos, expected):
+    """Slurm's QOS ``MaxJobsPA`` and ``MaxTRESPA`` (LLview 2's ``classes_LML.xml``: ``max_jobs_pa``,
+    ``max_tres_pa``) hold the users of one account together to so many jobs, cores or nodes at
+    once: a job that would go beyond waits for the account's jobs to end, whoever's they are,
+    and takes no reservation, while other accounts' jobs start where they fit."""
+    result = jufo(_account_snapshot(limits, reason, other_qos), "--set", "plan=simulate")
+    assert result.exit_code == 0, result.stderr
+    assert {job: result.start(job) for job in "abc"} == expected
+    assert ("max_jobs_pa='none'" in result.stderr) == (limits.get("max_jobs_pa") == "none")
+
+
+def test_an_account_limit_is_read_from_scontrol_and_held_in_slurms_plan(tmp_path):
+    """``scontrol show assoc_mgr flags=qos`` prints a QOS's ``MaxJobsPA`` under "Account Limits",
+    with each account's use: the snapshot's class object has ``max_jobs_pa``, and Slurm's own plan
+    (``plan=slurm``) counts the jobs its pass starts against it, as Slurm's pass does
+    (``acct_policy_job_runnable_pre_select``). The simulation runs jlab1's three jobs, alone in
+    their account, one after another."""
+    text = re.sub(r"MaxJobsPU=1\(", "MaxJobsPU=N(", QOS_TEXT).replace(
+        "      lab\n        MaxJobsPA=N(3)", "      lab\n        MaxJobsPA=1(3)\n      lab1\n        MaxJobsPA=1(0)")
+    cap = _qos_capture(tmp_path, text)
+    job = cap / "job.txt"  # jlab1 alone in account lab1, the others in lab
+    job.write_text("\n".join(line.replace("Account=(null)", "Account=lab1" if "UserId=jlab1(" in line else "Account=lab")
+                             for line in job.read_text().splitlines()) + "\n")
+    snap, out = tmp_path / "snap.xml", tmp_path / "out.xml"
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+    assert [o.data for o in lml.read(str(snap)).of_type("class")] == [{"name": "normal", "max_jobs_pa": "1"}]
+    starts = {}
+    for plan in ("slurm", "simulate"):
+        assert run("predict", str(snap), "-o", str(out), "-q", "--set", f"plan={plan}").exit_code == 0
+        starts[plan] = {o.data["step"]: o.data for o in lml.read(str(out)).of_type("job") if o.data["owner"] == "jlab1"}
+    assert _overlap(list(starts["simulate"].values())) == 1
+    # account lab runs 3 jobs where it may run 1, so Slurm's pass passes over its pending jobs,
+    # and jlab1's job 7 starts now on the nodes they took before (at 15:28:00)
+    assert starts["slurm"]["7"]["jufo_starttime"] == "11/25/26-15:26:01"
+
+
 def test_a_bad_qos_limit_is_a_warning_and_no_cap(tmp_path):
     """A class object whose ``max_jobs_pu`` is not a positive whole number is named in a
     warning and caps nothing: the forecast is the one without QOS limits."""

@@ -741,54 +741,67 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
 
 
 class _QosUse:
-    """What each user runs in each QOS with a per-user limit (``snapshot.qos_limits``: Slurm's
-    ``MaxJobsPU``; ``snapshot.qos_tres``: ``MaxTRESPU`` cpu= and node=), as a pass goes: the
-    jobs, cores and nodes of the running jobs, and of those the pass starts.
+    """What each user and each account runs in each QOS with a limit on it (``snapshot``'s
+    ``qos_limits`` and ``qos_account_limits``: Slurm's ``MaxJobsPU`` and ``MaxJobsPA``;
+    ``qos_tres`` and ``qos_account_tres``: ``MaxTRESPU`` and ``MaxTRESPA`` cpu= and node=), as a
+    pass goes: the jobs, cores and nodes of the running jobs, and of those the pass starts.
 
     >>> from types import SimpleNamespace
-    >>> ann, more = (Job(str(k), k, {"qos": "normal"}, state, owner="ann") for k, state in ((1, "Running"), (2, "Idle")))
+    >>> ann, more = (Job(str(k), k, {"qos": "normal", "account": "p1"}, state, owner="ann")
+    ...              for k, state in ((1, "Running"), (2, "Idle")))
     >>> ann.nodes, ann.total_cores, more.nodes, more.total_cores = 2, 8, 1, 4
-    >>> use = _QosUse(SimpleNamespace(jobs=[ann], qos_limits={"normal": 2}, qos_tres={"normal": {"cores": 12}}))
+    >>> use = _QosUse(SimpleNamespace(jobs=[ann], qos_limits={"normal": 2}, qos_tres={"normal": {"cores": 12}},
+    ...                               qos_account_limits={}, qos_account_tres={}))
     >>> use.full(more), use.over(more), use.add(more), use.full(more), use.over(more)
     (False, False, None, True, True)
+    >>> use = _QosUse(SimpleNamespace(jobs=[ann], qos_limits={}, qos_tres={}, qos_account_limits={"normal": 1},
+    ...                               qos_account_tres={}))
+    >>> use.full(more), use.full(replace(more, owner="bob")), use.full(replace(more, data={"qos": "normal"}))
+    (True, True, False)
     """
 
     def __init__(self, snap: Snapshot, aside: set[Job] | frozenset[Job] = frozenset()) -> None:
-        self.jobs, self.tres = snap.qos_limits, snap.qos_tres
-        self.used: dict[tuple[str, str], list[int]] = {}  # (user, QOS) → [jobs, cores, nodes]
-        if self.jobs or self.tres:
+        self.limits = {"user": (snap.qos_limits, snap.qos_tres), "account": (snap.qos_account_limits, snap.qos_account_tres)}
+        self.used: dict[tuple[str, str, str], list[int]] = {}  # (kind, user or account, QOS) → [jobs, cores, nodes]
+        if any(jobs or tres for jobs, tres in self.limits.values()):
             for job in snap.jobs:
                 if job.running and job not in aside:  # (those the pass started count in their turn)
                     self.add(job)
 
-    def _key(self, job: Job) -> tuple[str, str]:
-        return job.owner, job.data.get("qos", "").strip()
+    def _keys(self, job: Job) -> list[tuple[tuple[str, str, str], int | None, dict[str, int]]]:
+        """The (kind, holder, QOS) a job counts under where its QOS limits them, with the limits."""
+        qos = job.data.get("qos", "").strip()
+        out = []
+        for kind, holder in (("user", job.owner), ("account", job.data.get("account", "").strip())):
+            jobs, tres = self.limits[kind]
+            if holder and (qos in jobs or qos in tres):
+                out.append(((kind, holder, qos), jobs.get(qos), tres.get(qos, {})))
+        return out
 
     def add(self, job: Job) -> None:
-        """``job`` runs: its user's use of its QOS grows by it.  O(1)."""
-        key = self._key(job)
-        if key[1] in self.jobs or key[1] in self.tres:
+        """``job`` runs: its user's and its account's use of its QOS grow by it.  O(1)."""
+        for key, _, _ in self._keys(job):
             used = self.used.setdefault(key, [0, 0, 0])
             used[0] += 1
             used[1] += job.total_cores
             used[2] += job.nodes
 
     def full(self, job: Job) -> bool:
-        """Does its user run as many jobs of its QOS as ``MaxJobsPU`` allows? Slurm's pass then
-        passes over it before counting it to any depth (``acct_policy_job_runnable_pre_select``).
-        O(1)."""
-        cap = self.jobs.get(job.data.get("qos", "").strip())
-        used = self.used.get(self._key(job)) if cap is not None else None
-        return used is not None and used[0] >= cap
+        """Does its user or its account run as many jobs of its QOS as ``MaxJobsPU`` or
+        ``MaxJobsPA`` allows? Slurm's pass then passes over it before counting it to any depth
+        (``acct_policy_job_runnable_pre_select``).  O(1)."""
+        return any(cap is not None and self.used.get(key, (0,))[0] >= cap for key, cap, _ in self._keys(job))
 
     def over(self, job: Job) -> bool:
-        """Would ``job`` take its user beyond its QOS's ``MaxTRESPU`` cores or nodes with what
-        runs? Slurm's pass then neither starts it nor reserves for it, once it has tested it
-        (``acct_policy_job_runnable_post_select``).  O(1)."""
-        most = self.tres.get(job.data.get("qos", "").strip())
-        used = self.used.get(self._key(job)) if most else None
-        return used is not None and any(kind in most and used[i] + need > most[kind] for i, kind, need in
-                                        ((1, "cores", job.total_cores), (2, "nodes", job.nodes)))
+        """Would ``job`` take its user or account beyond its QOS's ``MaxTRESPU`` or ``MaxTRESPA``
+        cores or nodes with what runs? Slurm's pass then neither starts it nor reserves for it,
+        once it has tested it (``acct_policy_job_runnable_post_select``).  O(1)."""
+        for key, _, most in self._keys(job):
+            used = self.used.get(key, (0, 0, 0))
+            if any(kind in most and used[i] + need > most[kind]
+                   for i, kind, need in ((1, "cores", job.total_cores), (2, "nodes", job.nodes))):
+                return True
+        return False
 
 
 def _on_nodes(job: Job) -> bool:

@@ -85,10 +85,17 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
         state.limits.limit_user_tres(cores, nodes, source=f" (MaxTRESPU of QOS {qos})")
         held.setdefault("cores", set()).update(cores)
         held.setdefault("nodes", set()).update(nodes)
+    in_capped: set[str] = set()  # users with a job of an account held to its QOS's MaxJobsPA or MaxTRESPA
+    for qos, (jobs, cores, nodes) in qos_account_caps(snap.jobs, snap.qos_account_limits, snap.qos_account_tres).items():
+        state.limits.limit_accounts(jobs, cores, nodes, source=f" (MaxJobsPA/MaxTRESPA of QOS {qos})")
+        capped = {*jobs, *cores, *nodes}
+        in_capped.update(job.owner for job in snap.jobs if job.data.get("account", "").strip() in capped)
     for reason, caps in limit_caps(snap.jobs).items():
         kind = TRES_REASONS.get(reason)
         if kind is not None:  # the exact limit is known: not "no more jobs than now"
             caps = {user: cap for user, cap in caps.items() if user not in held.get(kind, ())}
+        elif reason in ACCOUNT_REASONS:  # the account's, where its limit is known
+            caps = {user: cap for user, cap in caps.items() if user not in in_capped}
         if caps:
             state.limits.limit_users(caps, source=f" (the batch system says {reason})")
     for qos, caps in qos_caps(snap.jobs, snap.qos_limits).items():
@@ -248,8 +255,55 @@ def qos_caps(jobs: list[Job], limits: dict[str, int]) -> dict[str, dict[str, int
     return out
 
 
+def qos_account_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, dict[str, int]]
+                     ) -> dict[str, tuple[dict[str, int], dict[str, int], dict[str, int]]]:
+    """Accounts whose QOS lets their users together run at most so many jobs, cores and nodes at
+    once (Slurm's ``MaxJobsPA`` and ``MaxTRESPA``, from the snapshot's class objects): by QOS,
+    (account → jobs, account → cores, account → nodes), for the accounts whose running and
+    waiting jobs are all of one QOS (jufo caps an account over all queues); a cap below what the
+    account holds now is raised to that.  O(jobs).
+
+    >>> a = [Job(str(k), k, {"qos": "normal", "account": "p1"}, "Running" if k < 3 else "Idle", owner=f"u{k % 2}")
+    ...      for k in range(5)]
+    >>> for job in a:
+    ...     job.nodes, job.total_cores = 1, 4
+    >>> qos_account_caps(a, {"normal": 2}, {"normal": {"cores": 20}})
+    {'normal': ({'p1': 3}, {'p1': 20}, {})}
+    >>> qos_account_caps(a + [Job("b", 9, {"qos": "long", "account": "p1"}, "Idle", owner="u0")], {"normal": 2}, {})
+    {}
+    """
+    if not limits and not tres:
+        return {}
+    kinds: dict[str, set[str]] = {}
+    running: dict[str, list[Job]] = {}
+    for job in jobs:
+        account = job.data.get("account", "").strip()
+        if account and (job.running or job.waiting):
+            kinds.setdefault(account, set()).add(job.data.get("qos", "").strip())
+            mine = running.setdefault(account, [])
+            if job.running:
+                mine.append(job)
+    out: dict[str, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
+    for account, qos_set in kinds.items():
+        qos = next(iter(qos_set))
+        if len(qos_set) != 1 or (qos not in limits and qos not in tres):
+            continue
+        caps = out.setdefault(qos, ({}, {}, {}))
+        held = running[account]
+        if qos in limits:
+            caps[0][account] = max(limits[qos], len(held))
+        most = tres.get(qos, {})
+        if "cores" in most:
+            caps[1][account] = max(most["cores"], sum(job.total_cores for job in held))
+        if "nodes" in most:
+            caps[2][account] = max(most["nodes"], sum(job.nodes for job in held))
+    return out
+
+
 # Slurm's reasons for a job a user's QOS MaxTRESPU holds back, and the resource each counts
 TRES_REASONS = {"QOSMaxCpuPerUserLimit": "cores", "QOSMaxNodePerUserLimit": "nodes"}
+# ... and those for a job its account's QOS MaxJobsPA or MaxTRESPA holds back (job_state_reason.c)
+ACCOUNT_REASONS = {"MaxJobsPerAccount", "MaxCpuPerAccount", "MaxNodePerAccount"}
 
 
 def qos_tres_caps(jobs: list[Job], limits: dict[str, dict[str, int]]) -> dict[str, tuple[dict[str, int], dict[str, int]]]:

@@ -144,6 +144,13 @@ class QueueLimits:
         # cores and nodes a user holds at once over all queues (Slurm's QOS MaxTRESPU cpu= and node=)
         self.user_tres: dict[str, dict[str, int]] = {"cores": {}, "nodes": {}}
         self.tres_sources: dict[tuple[str, str], str] = {}
+        # jobs, cores and nodes an account's users hold at once over all queues (Slurm's QOS
+        # MaxJobsPA, MaxTRESPA cpu= and node=), with the spans of each capped account
+        self.account_caps: dict[str, int] = {}
+        self.account_tres: dict[str, dict[str, int]] = {"cores": {}, "nodes": {}}
+        self.account_sources: dict[str, str] = {}
+        self.by_account: dict[str, set] = {}
+        self.full_accounts: dict[str, tuple[int, int]] = {}
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
         self.full_arrays: dict[str, tuple[int, int]] = {}  # the same for arrays and their throttles
@@ -156,7 +163,9 @@ class QueueLimits:
         """Note what is limited (asked at every fit: attributes, not properties)."""
         self.tres_limited = any(self.user_tres.values())
         self.users_limited = bool(self.user_caps) or self.user_default is not None or self.tres_limited
-        self.active = bool(self.queues) or self.users_limited or bool(self.array_caps)  # any limit at all
+        self.accounts_limited = bool(self.account_caps) or any(self.account_tres.values())
+        self.active = (bool(self.queues) or self.users_limited or bool(self.array_caps)  # any limit at all
+                       or self.accounts_limited)
 
     def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
         """Cap the jobs each user runs at once over all queues: ``caps`` per user (a second call
@@ -181,6 +190,56 @@ class QueueLimits:
                     self.tres_sources[kind, user] = source
         self._configured()
 
+    def limit_accounts(self, jobs: dict[str, int], cores: dict[str, int], nodes: dict[str, int],
+                       source: str = "") -> None:
+        """Cap the jobs, cores and nodes the users of each account hold at once over all
+        queues, per account (a second call keeps the lower cap). Call before any allocation is
+        added."""
+        for account, cap in jobs.items():
+            if account not in self.account_caps or cap < self.account_caps[account]:
+                self.account_caps[account] = cap
+        for kind, caps in (("cores", cores), ("nodes", nodes)):
+            mine = self.account_tres[kind]
+            for account, cap in caps.items():
+                if account not in mine or cap < mine[account]:
+                    mine[account] = cap
+        for account in (*jobs, *cores, *nodes):
+            self.account_sources[account] = source
+            self.by_account.setdefault(account, set())
+        self._configured()
+
+    def account_exceeded(self, account: str, start: int, end: int, cores: int = 0, nodes: int = 0) -> str | None:
+        """The account cap a job of ``account`` in ``[start, end)`` on ``cores`` cores and
+        ``nodes`` nodes would break, or None.  O(1) for an account without a cap, or with fewer
+        jobs than its cap; else O(m log m) for its m jobs.
+
+        >>> class Job:  # a job of user u, account p1, on 3 cores of 1 node from ``start`` to 100
+        ...     def __init__(self, start):
+        ...         self.start, self.end, self.user, self.queue, self.cores = start, 100, "u", "q", 3
+        ...         self.job = type("J", (), {"nodes": 1, "data": {"account": "p1"}})()
+        >>> limits = QueueLimits({})
+        >>> limits.limit_accounts({"p1": 2}, {"p1": 8}, {})
+        >>> for start in (0, 50):
+        ...     limits.add(Job(start))
+        >>> limits.account_exceeded("p1", 100, 150), limits.account_exceeded("p2", 0, 50, cores=99)
+        (None, None)
+        >>> limits.account_exceeded("p1", 60, 150)
+        'UserLimit: account p1 runs at most 2 jobs at once'
+        >>> limits.limit_accounts({}, {"p1": 5}, {}); limits.account_exceeded("p1", 20, 40, cores=3)
+        'UserLimit: account p1 holds at most 5 cores at once'
+        """
+        spans = self.by_account.get(account)
+        if spans is None:
+            return None
+        cap = self.account_caps.get(account)
+        if cap is not None and _at_cap(self.full_accounts, account, spans, cap, start, end):
+            return f"UserLimit: account {account} runs at most {cap} jobs at once{self.account_sources[account]}"
+        for kind, need, weight in (("cores", cores, _cores), ("nodes", nodes, _nodes)):
+            most = self.account_tres[kind].get(account)
+            if most is not None and need and peak(spans, start, max(end, start + 1), weight) + need > most:
+                return f"UserLimit: account {account} holds at most {most} {kind} at once{self.account_sources[account]}"
+        return None
+
     def user_cap(self, user: str) -> int | None:
         return self.user_caps.get(user, self.user_default)
 
@@ -196,6 +255,10 @@ class QueueLimits:
                 self.per_user.setdefault((span.queue, span.user), set()).add(span)
         if span.user and self.users_limited:
             self.by_user.setdefault(span.user, set()).add(span)
+        if self.accounts_limited:
+            spans = self.by_account.get(_account_of(span))
+            if spans is not None:
+                spans.add(span)
         if self.array_caps:
             array = _array_of(span)
             if array in self.array_caps:
@@ -214,6 +277,11 @@ class QueueLimits:
             self.full_users.pop(span.user, None)
             if span.user in self.watched:
                 self._freed.add(span.user)
+        if self.accounts_limited:
+            account = _account_of(span)
+            if account in self.by_account:
+                self.by_account[account].discard(span)
+                self.full_accounts.pop(account, None)
         if self.by_array:
             array = _array_of(span)
             if array in self.by_array:
@@ -332,9 +400,11 @@ class QueueLimits:
         users.clear()
         return out
 
-    def exceeded(self, queue: str, user: str, cores: int, start: int, end: int, nodes: int = 0) -> str | None:
+    def exceeded(self, queue: str, user: str, cores: int, start: int, end: int, nodes: int = 0,
+                 account: str = "") -> str | None:
         """Which limit a job of ``cores`` on ``nodes`` in ``[start, end)`` would break, or None."""
-        capped = self.user_exceeded(user, start, end, cores, nodes)
+        capped = self.user_exceeded(user, start, end, cores, nodes) or (
+            self.account_exceeded(account, start, end, cores, nodes) if self.accounts_limited else None)
         if capped is not None:
             return capped
         q = self.queues.get(queue)
@@ -359,6 +429,12 @@ def _one(span: Span) -> int:
 
 def _cores(span: Span) -> int:
     return span.cores
+
+
+def _account_of(span: Span) -> str:
+    """The account of a span's job (Slurm's ``Account``, LLview's ``account``); "" for none."""
+    job = getattr(span, "job", None)
+    return job.data.get("account", "").strip() if job is not None else ""
 
 
 def _nodes(span: Span) -> int:

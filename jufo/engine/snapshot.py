@@ -39,6 +39,8 @@ class Snapshot:
     throttles: dict[str, int] = field(default_factory=dict)  # job array → tasks running at once
     qos_limits: dict[str, int] = field(default_factory=dict)  # QOS → jobs a user may run at once in it
     qos_tres: dict[str, dict[str, int]] = field(default_factory=dict)  # QOS → "cores"/"nodes" → a user's most at once
+    qos_account_limits: dict[str, int] = field(default_factory=dict)  # QOS → jobs an account may run at once in it
+    qos_account_tres: dict[str, dict[str, int]] = field(default_factory=dict)  # QOS → "cores"/"nodes" → an account's
 
     def fresh(self) -> Snapshot:
         """The same snapshot with its jobs as read, for another simulation of it."""
@@ -88,7 +90,8 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     jobsets.combine_het(jobs)
     classes = doc.of_type("class")
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
-                    throttles, read_qos_limits(classes, report), read_qos_tres(classes, report))
+                    throttles, read_qos_limits(classes, report), read_qos_tres(classes, report),
+                    read_qos_limits(classes, report, "max_jobs_pa"), read_qos_tres(classes, report, "max_tres_pa"))
 
 
 def _qos_name(obj) -> str:
@@ -105,19 +108,20 @@ def _positive(text: str) -> int | None:
     return int(text) if plain_digits(text) and len(text) <= 9 and int(text) >= 1 else None
 
 
-def read_qos_limits(classes, report: Report) -> dict[str, int]:
+def read_qos_limits(classes, report: Report, key: str = "max_jobs_pu") -> dict[str, int]:
     """QOS → the most jobs of it one user may run at once, from the ``class`` objects LLview 2's
     ``classes_LML.xml`` (and ``jufo slurm snapshot``) write for Slurm's QOS: ``name`` and
-    ``max_jobs_pu`` (Slurm's ``MaxJobsPU``). Blank is no limit; a value that is not a positive
+    ``max_jobs_pu`` (Slurm's ``MaxJobsPU``; with ``key="max_jobs_pa"``, ``MaxJobsPA``: the
+    most one account's users may run at once). Blank is no limit; a value that is not a positive
     whole number is ignored with a warning (the forecast is still made, without that cap)."""
     out: dict[str, int] = {}
     for obj in classes:
-        raw = obj.data.get("max_jobs_pu", "").strip()
+        raw = obj.data.get(key, "").strip()
         if not raw:
             continue
         cap = _positive(raw)
         if cap is None:
-            report.warn(obj.label, "max_jobs_pu", raw, "not a positive whole number; this QOS is taken as unlimited")
+            report.warn(obj.label, key, raw, "not a positive whole number; this QOS is taken as unlimited")
             continue
         out[_qos_name(obj)] = cap
     return out
@@ -126,9 +130,10 @@ def read_qos_limits(classes, report: Report) -> dict[str, int]:
 TRES_KINDS = {"cpu": "cores", "node": "nodes"}  # the per-user TRES limits jufo holds a user to
 
 
-def read_qos_tres(classes, report: Report) -> dict[str, dict[str, int]]:
+def read_qos_tres(classes, report: Report, key: str = "max_tres_pu") -> dict[str, dict[str, int]]:
     """QOS → the most cores and nodes one user may hold at once in it, from the ``class``
-    objects' ``max_tres_pu`` (Slurm's ``MaxTRESPU`` as ``sacctmgr`` prints it: ``cpu=30,node=4``,
+    objects' ``max_tres_pu`` (with ``key="max_tres_pa"``: one account's users together,
+    ``MaxTRESPA``) (Slurm's ``MaxTRESPU`` as ``sacctmgr`` prints it: ``cpu=30,node=4``,
     ``gres/gpu=8``). Other resources (memory, GPUs, billing) are not held to; an entry that is
     not ``name=whole number`` is ignored with a warning (the forecast is still made without it).
 
@@ -139,17 +144,17 @@ def read_qos_tres(classes, report: Report) -> dict[str, dict[str, int]]:
     """
     out: dict[str, dict[str, int]] = {}
     for obj in classes:
-        raw = obj.data.get("max_tres_pu", "").strip()
+        raw = obj.data.get(key, "").strip()
         if not raw or raw == "-":
             continue
         for entry in raw.split(","):
-            key, _, value = entry.strip().partition("=")
-            kind = TRES_KINDS.get(key.strip())
+            name, _, value = entry.strip().partition("=")
+            kind = TRES_KINDS.get(name.strip())
             if kind is None:
                 continue
             cap = _positive(value.strip())
             if cap is None:
-                report.warn(obj.label, "max_tres_pu", raw, f"{key.strip()} is not a positive whole number; "
+                report.warn(obj.label, key, raw, f"{name.strip()} is not a positive whole number; "
                             "this QOS is taken as unlimited in it")
                 continue
             out.setdefault(_qos_name(obj), {})[kind] = cap

@@ -1040,44 +1040,48 @@ def backfill_pass(sdiag: str) -> int | None:
 
 
 _QOS_RECORD = re.compile(r"^\s*QOS=(\S+?)\(\d+\)")
-_MAX_JOBS_PU = re.compile(r"\bMaxJobsPU=(\d+|N)\(")
-_MAX_TRES_PU = re.compile(r"\bMaxTRESPU=(\S*)")
+_MAX_JOBS = {"User Limits": re.compile(r"\bMaxJobsPU=(\d+|N)\("), "Account Limits": re.compile(r"\bMaxJobsPA=(\d+|N)\(")}
+_MAX_TRES = {"User Limits": re.compile(r"\bMaxTRESPU=(\S*)"), "Account Limits": re.compile(r"\bMaxTRESPA=(\S*)")}
+_LIMIT_KEYS = {"User Limits": ("max_jobs_pu", "max_tres_pu"), "Account Limits": ("max_jobs_pa", "max_tres_pa")}
 _TRES_LIMIT = re.compile(r"([\w/:.-]+)=(\d{1,9})\(")
 
 
 def qos_limits(text: str) -> dict[str, dict[str, str]]:
-    """QOS → its per-user limits as LLview 2's ``classes_LML.xml`` names them (``max_jobs_pu``,
-    Slurm's ``MaxJobsPU``: the most jobs of it one user may run at once; ``max_tres_pu``,
-    ``MaxTRESPU``: the most of each resource, ``cpu=30,node=4``), from ``scontrol show
-    assoc_mgr flags=qos``, which prints a QOS's limits with each user's use of them ("User
-    Limits": ``MaxJobsPU=4(3)``, ``MaxTRESPU=cpu=30(12),mem=N(0)``, ``N`` for none); a QOS no
-    user has jobs in is left out, as are those without a limit. Missing or unreadable output
-    gives none.
+    """QOS → its per-user and per-account limits as LLview 2's ``classes_LML.xml`` names them
+    (``max_jobs_pu``, Slurm's ``MaxJobsPU``: the most jobs of it one user may run at once;
+    ``max_tres_pu``, ``MaxTRESPU``: the most of each resource, ``cpu=30,node=4``; ``max_jobs_pa``
+    and ``max_tres_pa``, ``MaxJobsPA`` and ``MaxTRESPA``: the same for one account's users
+    together), from ``scontrol show assoc_mgr flags=qos``, which prints a QOS's limits with each
+    user's and account's use of them ("User Limits": ``MaxJobsPU=4(3)``,
+    ``MaxTRESPU=cpu=30(12),mem=N(0)``, ``N`` for none; "Account Limits": ``MaxJobsPA=7(3)``); a
+    QOS no user or account has jobs in is left out, as are those without a limit. Missing or
+    unreadable output gives none.
 
     >>> qos_limits("QOS=normal(1)\\n  Account Limits\\n    12\\n      MaxJobsPA=7(3)\\n  User Limits\\n    1001\\n"
     ...            "      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\n      MaxTRESPU=cpu=30(12),mem=N(0),node=N(3)\\n"
     ...            "QOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=N(0)\\n      MaxTRESPU=cpu=N(0)\\n")
-    {'normal': {'max_jobs_pu': '4', 'max_tres_pu': 'cpu=30'}}
+    {'normal': {'max_jobs_pa': '7', 'max_jobs_pu': '4', 'max_tres_pu': 'cpu=30'}}
     """
     out: dict[str, dict[str, str]] = {}
     qos = None
-    users = False
+    section = None
     for line in text.splitlines():
         record = _QOS_RECORD.match(line)
         if record:
-            qos, users = record.group(1), False
+            qos, section = record.group(1), None
             continue
         word = line.strip()
-        if word in ("User Limits", "Account Limits"):
-            users = word == "User Limits"
-        elif users and qos is not None:
-            found = _MAX_JOBS_PU.search(line)
+        if word in _LIMIT_KEYS:
+            section = word
+        elif section is not None and qos is not None:
+            jobs_key, tres_key = _LIMIT_KEYS[section]
+            found = _MAX_JOBS[section].search(line)
             if found and found.group(1) != "N":
-                out.setdefault(qos, {})["max_jobs_pu"] = found.group(1)
-            tres = _MAX_TRES_PU.search(line)
+                out.setdefault(qos, {})[jobs_key] = found.group(1)
+            tres = _MAX_TRES[section].search(line)
             limits = _TRES_LIMIT.findall(tres.group(1)) if tres else []
             if limits:
-                out.setdefault(qos, {})["max_tres_pu"] = ",".join(f"{name}={value}" for name, value in limits)
+                out.setdefault(qos, {})[tres_key] = ",".join(f"{name}={value}" for name, value in limits)
     return out
 
 
