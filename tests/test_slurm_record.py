@@ -527,6 +527,44 @@ def test_slurms_pass_starts_no_job_past_its_users_qos_limit(tmp_path_factory):
     assert len(starting) + len(running) == 5, [d.get("step") for d in starting]
 
 
+def test_a_lab_whose_qos_limits_the_jobs_each_account_runs(tmp_path_factory):
+    """lab-account.tar.xz (182 KB), recorded 2026-12-03: lab-limit's window of KTH's trace (300
+    jobs from the 16,000th, time / 100) on 100 nodes of 1 core, ``priority/basic``, six Unix
+    users in two Slurm accounts, the normal QOS letting each account's users together run at
+    most 6 jobs at once (``python lab/slurmlab.py run ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz
+    --dir DIR --nodes 100 --cores 1 --jobs 300 --skip 16000 --scale 100 --procs 100 --every 30
+    --accounting --users 6 --accounts 2 --account-limit 6 --tail 900``), 124 captures with
+    ``qos.txt``. The simulation holds each account to 6 jobs at every instant of every capture
+    (before jufo read ``MaxJobsPA``, an account ran up to 17 at once in it on 51 captures, since
+    Slurm's reason capped only users running something), and the history forecast is 55 s from
+    the real starts over all 2,542 pending job-snapshots (111 s before; "starts now" 188 s)."""
+    score = lab_module("score")
+    from jufo.io.dates import parse_date
+
+    folder = unpack(tmp_path_factory, "lab-account")
+    out = tmp_path_factory.mktemp("account")
+    runner = CliRunner()
+    for capture in sorted((folder / "capture").iterdir())[60:110:5]:
+        for args in (["slurm", "snapshot", "--from", str(capture), "-o", str(out / "raw.xml")],
+                     ["slurm", "config", "--from", str(capture), "-o", str(out / "site.xml")],
+                     ["predict", str(out / "raw.xml"), "--config", str(out / "site.xml"), "--set", "plan=simulate",
+                      "-o", str(out / "out.xml")]):
+            assert runner.invoke(main, args).exit_code == 0, args
+        doc = lml.read(str(out / "out.xml"))
+        assert [o.data for o in doc.of_type("class")] == [{"name": "normal", "max_jobs_pa": "6"}]
+        now = parse_date(doc.of_type("system")[0].data["system_time"])[0]
+        spans = [(d["account"], now, parse_date(d["endtime"])[0]) if d["state"] == "Running" else
+                 (d["account"], parse_date(d["jufo_starttime"])[0], parse_date(d["jufo_endtime"])[0])
+                 for d in (o.data for o in doc.of_type("job")) if d["state"] == "Running" or d.get("jufo_starttime")]
+        for account in ("lab1", "lab2"):
+            most = max(sum(a == account and s <= t < e for a, s, e in spans) for _, t, _ in spans)
+            assert most <= 6, (capture.name, account, most)
+    result = score.score(folder, history=True, every=4)
+    assert result["job_snapshots"] == 645
+    assert result["history"]["median_abs_error"] <= 0.4 * result["starts now"]["median_abs_error"], result["history"]
+    assert result["history"]["within_5min"] >= 0.95 and 0.75 <= result["range"]["coverage"] <= 0.9
+
+
 def test_a_lab_whose_users_cancel_jobs_that_wait(tmp_path_factory):
     """lab-cancel.tar.xz (112 KB), recorded 2026-11-27: KTH's trace from its 24,000th job (320
     jobs, time / 100) on 100 nodes of 1 core, ``priority/basic``, each of 57 jobs cancelled if
