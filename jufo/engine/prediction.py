@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 from ..io.dates import date_writer
@@ -217,9 +218,11 @@ def limit_caps(jobs: list[Job]) -> dict[str, dict[str, int]]:
     return out
 
 
-def one_qos_users(jobs: list[Job]) -> dict[str, tuple[str, list[Job]]]:
+def one_qos_users(jobs: list[Job], holder: Callable[[Job], str] = lambda job: job.owner
+                  ) -> dict[str, tuple[str, list[Job]]]:
     """Users whose running and waiting jobs are all of one QOS: user → (the QOS, its running
     jobs). jufo caps a user over all queues, so only these can be held to a QOS's limits.
+    ``holder``: whose jobs they are (the owner; a job's account for the limits per account).
 
     >>> bob = [Job("b1", 5, {"qos": "normal"}, "Running", owner="bob"), Job("b2", 6, {"qos": "long"}, "Idle", owner="bob")]
     >>> {u: (q, len(r)) for u, (q, r) in one_qos_users(bob[:1] + [Job("c", 7, {}, "Idle", owner="cy")]).items()}
@@ -230,9 +233,10 @@ def one_qos_users(jobs: list[Job]) -> dict[str, tuple[str, list[Job]]]:
     kinds: dict[str, set[str]] = {}
     running: dict[str, list[Job]] = {}
     for job in jobs:
-        if job.owner and (job.running or job.waiting):
-            kinds.setdefault(job.owner, set()).add(job.data.get("qos", "").strip())
-            mine = running.setdefault(job.owner, [])
+        who = holder(job)
+        if who and (job.running or job.waiting):
+            kinds.setdefault(who, set()).add(job.data.get("qos", "").strip())
+            mine = running.setdefault(who, [])
             if job.running:
                 mine.append(job)
     return {user: (next(iter(qos)), running[user]) for user, qos in kinds.items() if len(qos) == 1}
@@ -274,22 +278,11 @@ def qos_account_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, di
     """
     if not limits and not tres:
         return {}
-    kinds: dict[str, set[str]] = {}
-    running: dict[str, list[Job]] = {}
-    for job in jobs:
-        account = job.data.get("account", "").strip()
-        if account and (job.running or job.waiting):
-            kinds.setdefault(account, set()).add(job.data.get("qos", "").strip())
-            mine = running.setdefault(account, [])
-            if job.running:
-                mine.append(job)
     out: dict[str, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
-    for account, qos_set in kinds.items():
-        qos = next(iter(qos_set))
-        if len(qos_set) != 1 or (qos not in limits and qos not in tres):
+    for account, (qos, held) in one_qos_users(jobs, lambda job: job.data.get("account", "").strip()).items():
+        if qos not in limits and qos not in tres:
             continue
         caps = out.setdefault(qos, ({}, {}, {}))
-        held = running[account]
         if qos in limits:
             caps[0][account] = max(limits[qos], len(held))
         most = tres.get(qos, {})
