@@ -1435,10 +1435,11 @@ def test_a_cron_run_takes_the_user_caps_kept_days_and_sweeps_anew_what_does_not_
 
 def test_the_jobs_of_the_lookback_teach_the_habits_and_cancellations_all_jobs_teach(tmp_path):
     """With the run times asked of its indexes, a forecast reads only the jobs that had not
-    ended ``LOOKBACK`` before the snapshot: the user caps, start windows and cancellation odds
-    they teach must be those all the history's jobs teach, at any time."""
+    ended ``LOOKBACK`` before the snapshot: the user caps, start windows, cancellation odds and
+    users' standing they teach must be those all the history's jobs teach, at any time."""
     from jufo.learn.behaviour import cap_window, learn_windows
     from jufo.learn.cancellation import CancelOdds
+    from jufo.learn.fairshare import WaitIndex
     from jufo.learn.outlook import LOOKBACK
 
     cut = 0
@@ -1464,4 +1465,6 @@ def test_the_jobs_of_the_lookback_teach_the_habits_and_cancellations_all_jobs_te
                 assert cap_window(recent, now, 8) == cap_window(every, now, 8)
                 a, b = CancelOdds(recent, now), CancelOdds(every, now)
                 assert (a.left, a.cancelled) == (b.left, b.cancelled)
+                assert WaitIndex(recent).evidence(now) == WaitIndex(every).evidence(now)
+                assert WaitIndex(recent).lags(now) == WaitIndex(every).lags(now)
     assert cut > 1000  # (many jobs left out)

@@ -15,7 +15,7 @@ from .job import Job
 from .node import Machine
 from .queue import Queue
 from .simulation import ALGORITHMS, PlanLimits, Policy, Simulation
-from .sorter import Formula, FormulaError, JobSorter
+from .sorter import Formula, FormulaError, JobSorter, SUBMIT_ORDER
 from .attribute_state import AttributeState
 from .node_state import NodeState
 from .state import SystemState
@@ -23,7 +23,7 @@ from .state import SystemState
 DEFAULTS: dict[str, str] = {
     "scheduling_algorithm": "Backfilling",
     "system_state": "NodeState",
-    "system_sysprio": "-DATEqueuedate",
+    "system_sysprio": SUBMIT_ORDER,
     "maxtopdogs": "1",
     "topdogs_per_queue": "no",
     "maxnumjobs": "unlimited",

@@ -38,6 +38,9 @@ class Behaviour:
     # waiting job id → the odds it is cancelled before it starts: the simulation holds its nodes
     # for that share less of its run time, the work the queue can expect of it
     cancel_odds: dict[str, float] = field(default_factory=dict)
+    # owner → seconds later its waiting jobs are ordered, as if queued then (a fair share the
+    # history shows); applied only where the priority is the submit order (``JobSorter.order_by_standing``)
+    user_lags: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,6 +121,8 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
             state.limits.limit_users(caps, source=" (learned from history)")
         if behaviour.windows is not None and behaviour.windows.active:
             sim.rules = behaviour.windows
+        if behaviour.user_lags:
+            sim.sorter.order_by_standing(behaviour.user_lags)
     configured = queue_windows(snap)
     if configured is not None:
         sim.rules = configured if sim.rules is None else AllRules([configured, sim.rules])

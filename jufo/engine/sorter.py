@@ -34,6 +34,7 @@ from .job import Job
 
 CALLS = {"min": min, "max": max, "abs": abs, "log": math.log, "sqrt": math.sqrt}
 TIME_NAMES = {"AGE", "NOW"}
+SUBMIT_ORDER = "-DATEqueuedate"  # the default priority: the oldest job first, whoever its owner
 # Keys a formula may use even when no job in the snapshot carries them ("absent means 0").
 DOCUMENTED_KEYS = {
     "wall", "nummachines", "numnodes", "taskspernode", "totalcores", "totaltasks", "tpt", "ppn",
@@ -391,11 +392,14 @@ class JobSorter:
     (``freeze_time``), a ``frozen`` sorter is static.
     """
 
-    def __init__(self, formula: Formula, epoch: int, report: Report, frozen: int | None = None) -> None:
+    def __init__(self, formula: Formula, epoch: int, report: Report, frozen: int | None = None,
+                 lags: dict[str, int] | None = None) -> None:
         self.formula = formula
         self.epoch = epoch
         self.report = report
         self.frozen = frozen  # the time every job's value was read at, once none changes any more
+        # owner → seconds its jobs' priority is lowered by (a learned fair share: ``order_by_standing``)
+        self.lags: dict[str, int] = lags or {}
         self._warned: set[str] = set()
         self._at: dict[Job, Callable[[dict[str, float]], float]] = {}  # per job: Formula.at_times
         self._settled: dict[Job, tuple] = {}  # the keys of jobs past the saturation age
@@ -439,7 +443,7 @@ class JobSorter:
         """This sorter from ``now`` on, when every job is past the saturation age: static,
         each job's key read at ``now`` (its value at any later time, to the bit). It shares
         the warnings already given.  O(1)."""
-        sorter = JobSorter(self.formula, self.epoch, self.report, frozen=now)
+        sorter = JobSorter(self.formula, self.epoch, self.report, frozen=now, lags=self.lags)
         sorter._warned, sorter._at = self._warned, self._at
         return sorter
 
@@ -461,7 +465,25 @@ class JobSorter:
             value = code({"AGE": float(now - job.queued), "NOW": float(self.epoch + now)})
         else:
             value = self.formula.evaluate(self._values(job))
-        return self._lowest(job) if math.isnan(value) else value
+        if math.isnan(value):
+            return self._lowest(job)
+        return value - self.lags[job.owner] if job.owner in self.lags else value
+
+    def order_by_standing(self, lags: dict[str, int]) -> bool:
+        """Lower each owner's jobs' priority by its ``lags`` (seconds), where the formula is the
+        submit order (the default ``-DATEqueuedate``, which says nothing of users): as if each
+        were queued that much later. False (nothing changed) for any other formula, whose
+        batch-system priorities (``userprio``) or site terms already rank users.  O(users).
+
+        >>> sorter = JobSorter(Formula("-DATEqueuedate", []), 0, Report(quiet=True))
+        >>> sorter.order_by_standing({"ann": 3600}), JobSorter(Formula("userprio", []), 0, Report(quiet=True)
+        ...                                                    ).order_by_standing({"ann": 3600})
+        (True, False)
+        """
+        if self.formula.text.replace(" ", "") != SUBMIT_ORDER or not lags:
+            return False
+        self.lags = dict(lags)
+        return True
 
     def keys(self, jobs: list[Job], now: int) -> list[tuple]:
         """``key`` of each of ``jobs`` at ``now``, in one loop: a time-dependent formula orders

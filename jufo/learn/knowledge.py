@@ -33,6 +33,7 @@ from .behaviour import (CAP_DAYS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, cap_events, ca
 from .calibration import Calibration
 from .cancellation import CancelIndex
 from .outlook import HistorySource, Learned
+from .fairshare import WaitIndex
 from .runtime import REACH_JOBS, RuntimeRules, overrun, reach, reach_candidate, run_keys, share_keys, shortfall
 
 
@@ -305,6 +306,7 @@ class TraceKnowledge:
         self.windows = WindowIndex(records)
         self.caps = CapIndex(records, capacity, times) if times else None
         self.cancels = CancelIndex(records, keep)
+        self.waits = WaitIndex(records)
         self.capacity = capacity
 
     def learn(self, source: HistorySource, snap: Snapshot, coverage: float) -> Learned:
@@ -318,4 +320,5 @@ class TraceKnowledge:
         overruns, shortfalls = runtimes.recent_runs()
         runtimes.learned_overruns(overruns, shortfalls)
         return Learned(runtimes, WeeklyWindows(self.windows.closed(now), now), caps,
-                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now))
+                       Calibration(source.scored(now), coverage), reach(overruns, coverage), self.cancels.as_of(now),
+                       self.waits.lags(now))

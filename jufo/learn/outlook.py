@@ -17,7 +17,7 @@ import pickle
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..engine import jobsets
@@ -27,6 +27,7 @@ from . import accuracy
 from .behaviour import (CAP_DAYS, CAP_HOURS, MIN_WINDOW_WEEKS, WINDOW_WEEKS, KeptDay, kept_cap_window, learn_user_caps,
                         learn_windows, start_span, user_caps)
 from .cancellation import CANCEL_DAYS, CancelOdds
+from .fairshare import EVIDENCE_DAYS, LAG_DAYS, MIN_PAIRS, WEIGHT, WaitIndex, user_lags
 from .calibration import (DEFAULT_COVERAGE, MIN_SCORED, Calibration, Scored, bucket, bucket_label, reach_toward,
                           reach_toward_now)
 from ..engine.configuration import Configuration
@@ -66,6 +67,7 @@ class Learned:
     calibration: Calibration
     reach: float = 0.0  # how far toward their walls recent jobs ran beyond their predictions (runtime.reach)
     cancels: CancelOdds | None = None  # the odds that a waiting job is cancelled before it starts
+    user_lags: dict[str, int] = field(default_factory=dict)  # a fair share the history shows (``fairshare``)
 
     @functools.cached_property
     def early(self) -> float:
@@ -80,7 +82,7 @@ def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
 
 
 # What the habits and cancellations look back over: no job that ended before it teaches them
-LOOKBACK = max(WINDOW_WEEKS * WEEK, (CAP_DAYS + 1) * DAY, CANCEL_DAYS * DAY)
+LOOKBACK = max(WINDOW_WEEKS * WEEK, (CAP_DAYS + 1) * DAY, CANCEL_DAYS * DAY, (EVIDENCE_DAYS + LAG_DAYS) * DAY)
 
 # user caps, closed (wall class, slot) pairs, and the caps' whole days to keep (given days kept)
 Habits = tuple[dict[str, int], set[tuple[int, int]], dict[int, KeptDay] | None]
@@ -106,9 +108,10 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
     those of the last ``LOOKBACK`` at least; ``kept``: the days of the user caps it kept;
     ``runtimes``: the run-time rules it answers, ``History.runtimes``). ``habits_aside``, if
     given, gives the user caps and start windows another process learned from the same
-    records (None: learn them here); they are asked for last, after the run times and the
-    calibration learned here, and after ``meanwhile(run-time rules, cancellation odds)``, the
-    caller's own work that needs no habits. The caps' days are kept again where they changed."""
+    records (None: learn them here); they are asked for last, after the run times, the
+    calibration and the users' standing learned here, and after ``meanwhile(run-time rules,
+    cancellation odds)``, the caller's own work that needs no habits. The caps' days are kept
+    again where they changed."""
     now = snap.epoch
     predictor, overruns = runtimes if runtimes is not None else RuntimePredictor.learning(in_end_order(records))
     cancels = CancelOdds(records, now)
@@ -119,18 +122,20 @@ def learn(source: HistorySource, snap: Snapshot, coverage: float, records: list[
         calibration = Calibration(source.scored(now), coverage)
     if meanwhile is not None:
         meanwhile(predictor, cancels)
+    lags = user_lags(records, now)  # (here, not aside: a child's habits take longer than the rest here)
     habits = habits_aside() if habits_aside is not None else None
     if habits is None:
         habits = habits_at(records, snap, kept)
     caps, closed, keep = habits
     if keep is not None and keep != kept:  # (the same days as read: nothing to write)
         source.keep_caps(keep)
-    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels)
+    return Learned(predictor, WeeklyWindows(closed, now), caps, calibration, reach(overruns, coverage), cancels, lags)
 
 
 def behaviour_for(snap: Snapshot, learned: Learned) -> Behaviour:
     """The habits to simulate, and each job's predicted run time (``job_runtimes``)."""
-    return Behaviour(learned.windows, learned.user_caps, *job_runtimes(snap, learned.predictor, learned.cancels))
+    return Behaviour(learned.windows, learned.user_caps, *job_runtimes(snap, learned.predictor, learned.cancels),
+                     learned.user_lags)
 
 
 def job_runtimes(snap: Snapshot, predictor: RuntimeRules, cancels: CancelOdds | None
@@ -209,7 +214,7 @@ def outlook(snap: Snapshot, config: Configuration, report: Report, source: Histo
         knowledge = learn(source, snap, coverage, records, None if child is None else child.habits, kept, runtimes,
                           meanwhile)
         runs, odds = early[0]
-        behaviour = Behaviour(knowledge.windows, knowledge.user_caps, runs, odds)
+        behaviour = Behaviour(knowledge.windows, knowledge.user_caps, runs, odds, knowledge.user_lags)
         learned = simulate(learned_snap, config, Report(quiet=True), progress, behaviour)
         if child is not None:
             walls = child.starts()
@@ -379,6 +384,8 @@ def model_text(look: Outlook, job: Job, runtime: tuple[int, str] | None, found) 
             habits.append("user caps")
         if look.behaviour.cancel_odds:
             habits.append("cancellations")
+        if look.learned.simulation.sorter.lags:
+            habits.append("users' standing")
         moved = found[0] - look.snapshot.epoch - job.start if found and job.start is not None else 0
         parts.append("start=simulated" + (f" with learned {' and '.join(habits)}" if habits else "")
                      + (f", {abs(moved)} s {'later' if moved > 0 else 'earlier'} toward where real starts fell"
@@ -551,6 +558,12 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10, 
                             "by_user": {user: {"left_queue": len(cancels.left[user]), "cancelled": len(ages)}
                                         for user, ages in sorted(cancels.cancelled.items(),
                                                                  key=lambda kv: (-len(kv[1]), kv[0]))[:top]}}
+    waits = WaitIndex(records)
+    pairs, by_submit, by_standing = waits.evidence(now + 1)
+    lags = waits.lags(now + 1)
+    out["users_standing"] = {"days": EVIDENCE_DAYS, "pairs": pairs, "in_submit_order": by_submit,
+                             "in_standing_order": by_standing, "learned": bool(lags),
+                             "lags": dict(sorted(lags.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:top])}
     calibration = Calibration(history.scored(now + 1), coverage)
     horizons = []
     for b in sorted(calibration.groups):
@@ -632,6 +645,21 @@ def taught_text(info: dict) -> str:
                          f"in the forecast for the share of its run time its user's record expects it to run")
             lines.append("  " + ", ".join(f"{u} {v['cancelled']:,} of {v['left_queue']:,}"
                                           for u, v in cancelled["by_user"].items()))
+    standing = info.get("users_standing")
+    if standing is not None:
+        lines.append(f"\nUsers' standing (pairs of two users' jobs of one shape that waited together, last "
+                     f"{standing['days']} days)")
+        pairs = standing["pairs"]
+        if pairs < MIN_PAIRS:
+            lines.append(f"  not learned yet: {pairs:,} pairs, {MIN_PAIRS} needed; waiting jobs keep the submit order")
+        else:
+            lines.append(f"  {pairs:,} pairs: {standing['in_submit_order'] / pairs:.0%} started in submit order, "
+                         f"{standing['in_standing_order'] / pairs:.0%} in the order of their users' recent waits")
+            lines.append(f"  learned: where the priority is the submit order, a waiting job is ordered as if queued "
+                         f"{WEIGHT} × its user's standing later (how much longer than most the user's jobs of the "
+                         f"last {LAG_DAYS} days waited, shrunk): " + ", ".join(
+                             f"{u} {v / WEIGHT / 3600:+,.1f} h" for u, v in standing["lags"].items())
+                         if standing["learned"] else "  none: the submit order explains as much")
     lines.append("\nReal starts against the simulation, by horizon: real wait ≈ ratio × (simulated wait + 10 min) − 10 min")
     if not info["lateness_by_horizon"]:
         lines.append(f"  not learned yet: no forecast scored against a real start (predict --history records "
