@@ -68,11 +68,13 @@ def test_nothing_that_started_at_or_after_the_snapshot_is_read():
     assert WaitIndex(scrambled).evidence(now) == WaitIndex(records).evidence(now)
 
 
-def forecast(settings: dict | None, lags: dict[str, int]) -> dict[str, int | None]:
-    """Two one-node jobs behind a running one: ann's queued first, then bob's."""
+def forecast(settings: dict | None, lags: dict[str, int], priorities: bool = True) -> dict[str, int | None]:
+    """Two one-node jobs behind a running one: ann's queued first, then bob's (with the batch
+    system's priorities, bob's the higher)."""
+    prio = ({"userprio": "5"}, {"userprio": "9"}) if priorities else ({}, {})
     raw = snapshot({"r": running(4, ends_in=600),
-                    "a": waiting(4, 3600, queued="01/10/12-10:00:00", owner="ann", userprio="5"),
-                    "b": waiting(4, 3600, queued="01/10/12-11:00:00", owner="bob", userprio="9")},
+                    "a": waiting(4, 3600, queued="01/10/12-10:00:00", owner="ann", **prio[0]),
+                    "b": waiting(4, 3600, queued="01/10/12-11:00:00", owner="bob", **prio[1])},
                    scheduler=settings)
     snap, config = prepare(lml.parse(raw), Report(quiet=True), None)
     done = simulate(snap, config, Report(quiet=True), behaviour=Behaviour(user_lags=lags))
@@ -88,6 +90,12 @@ def test_the_simulation_orders_by_standing_only_where_the_priority_is_the_submit
     # the batch system's own priorities (or any formula of the site's) already rank the users
     assert forecast({"system_sysprio": "userprio"}, {"bob": 3 * 3600}) == {"a": 4200, "b": 600}
     assert forecast({"system_sysprio": "userprio"}, {}) == {"a": 4200, "b": 600}
+    # ... but where no waiting job carries them (a backtest of sacct, configured by jufo slurm
+    # config for a fair-share site), every priority is 0 and the order is the submit order
+    assert forecast({"system_sysprio": "userprio"}, {}, priorities=False) == {"a": 600, "b": 4200}
+    assert forecast({"system_sysprio": "userprio"}, {"ann": 3 * 3600}, priorities=False) == {"a": 4200, "b": 600}
+    # a formula of the site's that ranks the jobs by what they carry: the standing stays out
+    assert forecast({"system_sysprio": "-wall"}, {"ann": 3 * 3600}, priorities=False) == {"a": 600, "b": 4200}
 
 
 @needs_traces

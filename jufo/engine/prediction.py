@@ -122,7 +122,7 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
         if behaviour.windows is not None and behaviour.windows.active:
             sim.rules = behaviour.windows
         if behaviour.user_lags:
-            sim.sorter.order_by_standing(behaviour.user_lags)
+            sim.sorter.order_by_standing(behaviour.user_lags, [job for job in snap.jobs if not job.running])
     configured = queue_windows(snap)
     if configured is not None:
         sim.rules = configured if sim.rules is None else AllRules([configured, sim.rules])

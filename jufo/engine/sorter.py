@@ -469,19 +469,32 @@ class JobSorter:
             return self._lowest(job)
         return value - self.lags[job.owner] if job.owner in self.lags else value
 
-    def order_by_standing(self, lags: dict[str, int]) -> bool:
-        """Lower each owner's jobs' priority by its ``lags`` (seconds), where the formula is the
-        submit order (the default ``-DATEqueuedate``, which says nothing of users): as if each
-        were queued that much later. False (nothing changed) for any other formula, whose
-        batch-system priorities (``userprio``) or site terms already rank users.  O(users).
+    def order_by_standing(self, lags: dict[str, int], waiting: Iterable[Job] = ()) -> bool:
+        """Lower each owner's jobs' priority by its ``lags`` (seconds), where the order is the
+        submit order: the default formula ``-DATEqueuedate``, or a static one whose names no
+        ``waiting`` job carries (``userprio`` in a backtest of ``sacct``, which has no
+        priorities: every job's value is 0, so the queue dates order them). There the lag
+        places each job as if queued that much later. False (nothing changed) where the
+        jobs' values differ: the batch system's own priorities or a site's terms rank them
+        already.  O(users + waiting jobs × names).
 
         >>> sorter = JobSorter(Formula("-DATEqueuedate", []), 0, Report(quiet=True))
-        >>> sorter.order_by_standing({"ann": 3600}), JobSorter(Formula("userprio", []), 0, Report(quiet=True)
-        ...                                                    ).order_by_standing({"ann": 3600})
-        (True, False)
+        >>> sorter.order_by_standing({"ann": 3600}), sorter.lags
+        (True, {'ann': 3600})
+        >>> job = Job("j1", 0, {"userprio": "7"}, "Idle")
+        >>> JobSorter(Formula("userprio", []), 0, Report(quiet=True)).order_by_standing({"ann": 3600}, [job])
+        False
+        >>> JobSorter(Formula("userprio", []), 0, Report(quiet=True)).order_by_standing({"ann": 3600}, [Job("j2", 1, {}, "Idle")])
+        True
         """
-        if self.formula.text.replace(" ", "") != SUBMIT_ORDER or not lags:
+        if not lags:
             return False
+        if self.formula.text.replace(" ", "") != SUBMIT_ORDER:
+            if self.formula.time_dependent:
+                return False
+            keys = {name[4:] if name.startswith("DATE") else name for name in self.formula.names}
+            if any(key in job.data for job in waiting for key in keys):
+                return False
         self.lags = dict(lags)
         return True
 
