@@ -141,10 +141,11 @@ class WaitIndex:
                 by_standing += (keys[x] < keys[y]) == first_a
         return pairs, by_submit, by_standing
 
-    def lags(self, now: int) -> dict[str, int]:
+    def lags(self, now: int, evidence: tuple[int, int, int] | None = None) -> dict[str, int]:
         """Seconds to add to the queue date of each user's waiting jobs at ``now`` (``WEIGHT``
         × the user's standing), where the evidence shows the machine serving users before
-        submits; none (the submit order) elsewhere. Users not named get none.  O(evidence).
+        submits; none (the submit order) elsewhere. Users not named get none. ``evidence``:
+        ``evidence(now)``, if already at hand.  O(evidence).
 
         >>> def day(d, late):  # b's jobs submitted first; ``late``'s start later
         ...     return [JobRecord(f"{d}{u}{i}", u, wall=600, submit=d * DAY - (600 if u == "b" else 300) + i,
@@ -154,7 +155,7 @@ class WaitIndex:
         >>> WaitIndex([job for d in range(60) for job in day(d, "a")]).lags(60 * DAY)  # the submit order explains as much
         {}
         """
-        pairs, by_submit, by_standing = self.evidence(now)
+        pairs, by_submit, by_standing = self.evidence(now) if evidence is None else evidence
         if pairs < MIN_PAIRS or by_standing <= by_submit:
             return {}
         mean = self._mean(now)

@@ -559,8 +559,8 @@ def taught(history: History, coverage: float = DEFAULT_COVERAGE, top: int = 10, 
                                         for user, ages in sorted(cancels.cancelled.items(),
                                                                  key=lambda kv: (-len(kv[1]), kv[0]))[:top]}}
     waits = WaitIndex(records)
-    pairs, by_submit, by_standing = waits.evidence(now + 1)
-    lags = waits.lags(now + 1)
+    evidence = pairs, by_submit, by_standing = waits.evidence(now + 1)
+    lags = waits.lags(now + 1, evidence)
     out["users_standing"] = {"days": EVIDENCE_DAYS, "pairs": pairs, "in_submit_order": by_submit,
                              "in_standing_order": by_standing, "learned": bool(lags),
                              "lags": dict(sorted(lags.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:top])}
