@@ -131,3 +131,11 @@ def test_a_forecast_on_hpc2n_says_it_ordered_by_the_users_standing(tmp_path):
     assert runner.invoke(main, ["predict", snap, "-o", out, "--history", db, "-q"]).exit_code == 0
     models = [m["jufo_model"] for m in predictions(open(out, "rb").read()).values() if "start=" in m.get("jufo_model", "")]
     assert models and all("users' standing" in m for m in models)
+
+
+@needs_traces
+def test_the_study_counts_no_day_learned_on_kth():
+    from benchmarks.standing_study import study
+    found = study(str(KTH))
+    assert found["days"] > 300 and found["learned"] == 0 and found["pairs"] > 50_000
+    assert found["in_submit_order"] > 0.8 > 0.65 > found["in_standing_order"]
