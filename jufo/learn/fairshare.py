@@ -30,6 +30,7 @@ from collections.abc import Iterable
 
 from ..engine.windows import DAY
 from ..io.accounting import JobRecord
+from .runtime import size_class
 
 LAG_DAYS = 7  # a user's standing: the waits of the user's jobs that started in this many days
 SHRINK = 5  # jobs: a user's mean wait is shrunk by this many toward the machine's
@@ -52,14 +53,11 @@ class WaitIndex:
 
     def __init__(self, records: Iterable[JobRecord]) -> None:
         jobs = []
-        for r in records:  # (a run's 35,000 records: the properties and calls spelled out)
-            start, wall, submit = r.start, r.wall, r.submit
-            if start is None or not wall or submit is None:
+        for r in records:
+            start, wall, queued = r.start, r.wall, r.queued
+            if start is None or not wall or queued is None or start < queued:
                 continue
-            queued = submit if r.eligible is None or r.eligible <= submit else r.eligible  # JobRecord.queued
-            if start >= queued:  # (start, queue date, user, size class as ``size_class``, wall class)
-                cores = r.cores
-                jobs.append((start, queued, r.user, (cores if cores > 1 else 1).bit_length() - 1, wall.bit_length()))
+            jobs.append((start, queued, r.user, size_class(r.cores), wall.bit_length()))  # by start: the shape last
         jobs.sort()
         self.jobs = jobs
         self.starts = [j[0] for j in jobs]
