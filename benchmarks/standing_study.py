@@ -19,8 +19,9 @@ DAY = 86400
 
 
 def study(trace: str) -> dict:
-    """The evidence of every daily snapshot of ``trace`` (HPC2N read as 2 cores a node)."""
-    _, records, _, _ = _load(Settings(trace, cores=2 if "HPC2N" in trace else 1))
+    """The evidence of every daily snapshot of ``trace``, read as ``jufo backtest TRACE`` reads
+    it (the evidence looks at cores, not nodes: ``--cores`` changes nothing of it)."""
+    _, records, _, _ = _load(Settings(trace))
     index = WaitIndex(records)
     days = learned = pairs = by_submit = by_standing = 0
     for now in range(records[0].submit + DAY, records[-1].submit, DAY):

@@ -39,7 +39,7 @@ def test_learned_where_the_machine_served_users_and_only_from_what_was_known(tra
     """The backtest's index over the whole trace answers as the records a history knew then
     (``TraceSource.records``, starts only before the snapshot) do; HPC2N shows the habit on
     most days, KTH on none."""
-    _, records, submits, _ = _load(Settings(str(trace), cores=2 if trace == HPC2N else 1))
+    _, records, submits, _ = _load(Settings(str(trace)))
     index, source = WaitIndex(records), TraceSource(records, 90, submits)
     days = sample_days(records, 12, 7)
     found = 0
@@ -58,7 +58,7 @@ def test_learned_where_the_machine_served_users_and_only_from_what_was_known(tra
 
 @needs_traces
 def test_nothing_that_started_at_or_after_the_snapshot_is_read():
-    _, records, _, _ = _load(Settings(str(HPC2N), cores=2))
+    _, records, _, _ = _load(Settings(str(HPC2N)))
     now = sample_days(records, 1, 3)[0]
     rng = random.Random(1)
     scrambled = [replace(r, start=now + rng.randint(0, 9 * DAY), user=f"x{rng.randint(1, 9)}")

@@ -81,7 +81,7 @@ def user_caps_at(records: list[JobRecord], snap: Snapshot) -> dict[str, int]:
     return learn_user_caps(records, snap.epoch, snap.machine.total_cores)
 
 
-# What the habits and cancellations look back over: no job that ended before it teaches them
+# What the habits, cancellations and users' standing look back over: no job that ended before it teaches them
 LOOKBACK = max(WINDOW_WEEKS * WEEK, (CAP_DAYS + 1) * DAY, CANCEL_DAYS * DAY, (EVIDENCE_DAYS + LAG_DAYS) * DAY)
 
 # user caps, closed (wall class, slot) pairs, and the caps' whole days to keep (given days kept)
