@@ -80,6 +80,8 @@ class Lab:
     user_cpus: int = 0  # the normal QOS's MaxTRESPerUser=cpu (0: none), as sites limit the cores a user holds
     accounts: int = 1  # Slurm accounts the users are spread over in turn (lab, or lab1 to labN), as projects
     account_limit: int = 0  # the normal QOS's MaxJobsPerAccount (0: none), as sites limit a project's running jobs
+    qos_cpus: int = 0  # the normal QOS's GrpTRES=cpu (0: none): the cores all its jobs hold at once, as sites cap a QOS
+    qos_jobs: int = 0  # the normal QOS's GrpJobs (0: none): the jobs all its users run at once
     bf_extra: str = ""  # more SchedulerParameters (bf_max_job_user=4,...), as sites limit their backfill
     gpus: int = 0  # GPUs per node (gres/gpu; device files stand in for them), as GPU sites share nodes
     memory: bool = False  # memory a consumable (CR_Core_Memory, 100 MB a CPU by default), as most shared sites
@@ -214,7 +216,7 @@ def slurm_conf(lab: Lab) -> str:
         # slurmctld use the default socket otherwise, and fail once no munged listens there)
         lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
                   f"AccountingStoragePort={DBD_PORT + lab.ports}", f"AccountingStoragePass={lab.munge_socket}"]
-        if lab.user_limit or lab.user_cpus or lab.account_limit:  # QOS limits count only where enforced (and every user needs an association)
+        if lab.user_limit or lab.user_cpus or lab.account_limit or lab.qos_cpus or lab.qos_jobs:  # QOS limits count only where enforced (and every user needs an association)
             lines.append("AccountingStorageEnforce=associations,limits,qos")
     else:
         lines += ["AccountingStorageType=accounting_storage/none"]
@@ -332,6 +334,10 @@ def start_accounting(lab: Lab) -> None:
         sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxJobsPerUser={lab.user_limit}", env=env)
     if lab.user_cpus:
         sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"MaxTRESPerUser=cpu={lab.user_cpus}", env=env)
+    if lab.qos_cpus:
+        sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"GrpTRES=cpu={lab.qos_cpus}", env=env)
+    if lab.qos_jobs:
+        sh("sacctmgr", "-i", "modify", "qos", "normal", "set", f"GrpJobs={lab.qos_jobs}", env=env)
 
 
 def start(lab: Lab) -> dict[str, str]:
@@ -577,6 +583,8 @@ def workload(trace: str, lab: Lab, jobs: int, skip: int, scale: float, procs: in
         nodes = max(1, min(lab.nodes, round(size * lab.nodes / procs)))
         if lab.user_cpus:  # no job asks more than a user may hold (it would wait for ever)
             nodes = max(1, min(nodes, lab.user_cpus // lab.cores))
+        if lab.qos_cpus:  # nor more than the whole QOS may hold
+            nodes = max(1, min(nodes, lab.qos_cpus // lab.cores))
         user = users.setdefault(uid, USERS[len(users) % len(USERS)])
         pick = random.Random(number)
         patience = pick.uniform(60, 600) if pick.random() < cancel else None
@@ -731,6 +739,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--user-cpus", type=int, default=0,
                    help="the normal QOS's MaxTRESPerUser=cpu=N: jobs beyond it wait as QOSMaxCpuPerUserLimit, "
                         "and no job asks more (needs --accounting)")
+    p.add_argument("--qos-cpus", type=int, default=0,
+                   help="the normal QOS's GrpTRES=cpu=N: the cores all its jobs hold at once; jobs beyond it wait "
+                        "as QOSGrpCpuLimit, and no job asks more (needs --accounting)")
+    p.add_argument("--qos-jobs", type=int, default=0,
+                   help="the normal QOS's GrpJobs=N: the jobs all its users run at once; beyond it jobs wait as "
+                        "QOSGrpJobsLimit (needs --accounting)")
     p.add_argument("--gpus", type=int, default=0, help="GPUs per node (gres/gpu, stood in for by device files)")
     p.add_argument("--gpu-nodes", type=int, default=0, help="with --gpus: only N nodes have them, the first (of "
                    "the shared partition with --partitions mixed); 0: all")
@@ -774,8 +788,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("slurmlab: needs root (it starts Slurm's daemons)")
     if args.priority == "fairshare" and not args.accounting:
         raise SystemExit("slurmlab: --priority fairshare needs --accounting (fair share is slurmdbd's usage)")
-    if (args.user_limit or args.user_cpus or args.account_limit or args.accounts > 1) and not args.accounting:
-        raise SystemExit("slurmlab: --user-limit, --user-cpus, --accounts and --account-limit need --accounting "
+    if (args.user_limit or args.user_cpus or args.account_limit or args.accounts > 1 or args.qos_cpus
+            or args.qos_jobs) and not args.accounting:
+        raise SystemExit("slurmlab: --user-limit, --user-cpus, --accounts, --account-limit, --qos-cpus and --qos-jobs "
+                         "need --accounting "
                          "(QOS limits are slurmdbd's)")
     if args.accounts < 1:
         raise SystemExit(f"slurmlab: --accounts {args.accounts}: at least one")
@@ -787,7 +803,7 @@ def main(argv: list[str] | None = None) -> None:
         install(args.accounting)
     lab = Lab(args.dir.resolve(), args.nodes, args.cores, args.accounting, args.priority, args.partitions,
               ports=args.ports, debug=args.debug, user_limit=args.user_limit, user_cpus=args.user_cpus,
-              accounts=args.accounts, account_limit=args.account_limit,
+              accounts=args.accounts, account_limit=args.account_limit, qos_cpus=args.qos_cpus, qos_jobs=args.qos_jobs,
               bf_extra=args.bf, gpus=args.gpus, memory=args.memory, gpu_nodes=args.gpu_nodes,
               gpu_weight=args.gpu_weight, shapes=args.shapes, halflife=args.halflife,
               gpu_types=tuple(t for t in args.gpu_types.split(",") if t), bf_interval=args.bf_interval)

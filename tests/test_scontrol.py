@@ -646,6 +646,80 @@ def test_an_account_limit_is_read_from_scontrol_and_held_in_slurms_plan(tmp_path
     assert starts["slurm"]["7"]["jufo_starttime"] == "11/25/26-15:26:01"
 
 
+def _at_once(jobs: list[dict[str, str]], now: int, weight=lambda d: 1) -> int:
+    """The most of ``weight`` these jobs hold at once in a forecast: the running ones from ``now``
+    to their end, the others from their predicted start to their predicted end."""
+    events = []
+    for d in jobs:
+        if d["state"] == "Running":
+            span = (now, _when(d["endtime"]))
+        elif d.get("jufo_starttime"):
+            span = (_when(d["jufo_starttime"]), _when(d["jufo_endtime"]))
+        else:
+            continue
+        events += [(span[0], 1, weight(d)), (span[1], 0, -weight(d))]  # (an end before a start at one second)
+    most = held = 0
+    for _, _, step in sorted(events):
+        held += step
+        most = max(most, held)
+    return most
+
+
+def _cores(d: dict[str, str]) -> int:
+    return int(d["totalcores"])
+
+
+def test_a_qos_group_limit_holds_all_the_qos_jobs_together(tmp_path):
+    """A QOS's own limits (``GrpJobs``, ``GrpTRES``: what all its jobs hold at once, the lines
+    ``scontrol show assoc_mgr flags=qos`` prints before its account and user limits) are read
+    into the class object as ``grp_jobs`` and ``grp_tres`` (``cpu=`` and ``node=`` kept;
+    ``GrpTRESMins`` and ``GrpJobsAccrue`` are other limits), and both the simulation and Slurm's
+    own plan hold every job of the QOS to ``GrpJobs`` together: at most the 3 jobs that run now,
+    where without it 4 run at once. (``GrpTRES`` cores are held on the QOS lab's record,
+    ``tests/test_slurm_record.py``: this capture never runs more cores than it runs now.)"""
+    base = re.sub(r"MaxJobsPU=1\(", "MaxJobsPU=N(", QOS_TEXT)
+    texts = {"none": base,
+             "jobs": base.replace("GrpJobs=N(3)", "GrpJobs=3(3)"),
+             "cores": base.replace("GrpWall=N(0.00)\n", "GrpWall=N(0.00)\n    GrpTRES=cpu=40(31),mem=N(0),node=N(3)\n"
+                                   "    GrpTRESMins=cpu=5(0)\n").replace("GrpJobsAccrue=N(0)", "GrpJobsAccrue=1(0)")}
+    classes = {"none": [], "jobs": [{"name": "normal", "grp_jobs": "3"}],
+               "cores": [{"name": "normal", "grp_tres": "cpu=40"}]}
+    found = {}
+    for name, text in texts.items():
+        cap = _qos_capture(tmp_path, text)
+        snap, out = tmp_path / f"{name}.xml", tmp_path / f"{name}-out.xml"
+        assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+        assert [o.data for o in lml.read(str(snap)).of_type("class")] == classes[name]
+        for plan in ("simulate", "slurm"):
+            assert run("predict", str(snap), "-o", str(out), "-q", "--set", f"plan={plan}").exit_code == 0
+            doc = lml.read(str(out))
+            now = _when(doc.of_type("system")[0].data["system_time"])
+            jobs = [o.data for o in doc.of_type("job")]
+            assert all(d.get("jufo_starttime") for d in jobs if d["state"] != "Running" and "Held" not in d["state"]
+                       and d.get("reason", "") not in ("JobHeldUser", "Dependency")) or plan == "slurm"
+            found[name, plan] = (_at_once(jobs, now), _at_once(jobs, now, _cores))
+    assert found["none", "simulate"] == (4, 31)
+    assert found["jobs", "simulate"][0] == 3 and found["jobs", "slurm"][0] <= 3
+    assert found["cores", "simulate"] == found["none", "simulate"]  # (31 cores run now: 40 never binds)
+
+
+def test_a_qos_group_limit_is_read_off_the_reason_where_no_limit_is_given(tmp_path):
+    """Without ``qos.txt`` (LLview 2's ``classes_LML.xml`` has no ``GrpJobs``), a pending job
+    Slurm holds as ``QOSGrpJobsLimit`` says its QOS runs as many jobs as it may: the simulation
+    holds the QOS's jobs to what it runs now, together, not each user to what the user runs
+    (users running nothing would then start at once)."""
+    cap = _qos_capture(tmp_path, None)
+    job = cap / "job.txt"
+    job.write_text(re.sub(r"Reason=(Priority|Resources)", "Reason=QOSGrpJobsLimit", job.read_text()))
+    snap, out = tmp_path / "snap.xml", tmp_path / "out.xml"
+    assert run("slurm", "snapshot", "--from", str(cap), "-o", str(snap)).exit_code == 0
+    assert run("predict", str(snap), "-o", str(out), "-q", "--set", "plan=simulate").exit_code == 0
+    doc = lml.read(str(out))
+    jobs = [o.data for o in doc.of_type("job")]
+    running = sum(d["state"] == "Running" for d in jobs)
+    assert running == 3 and _at_once(jobs, _when(doc.of_type("system")[0].data["system_time"])) == running
+
+
 def test_a_bad_qos_limit_is_a_warning_and_no_cap(tmp_path):
     """A class object whose ``max_jobs_pu`` is not a positive whole number is named in a
     warning and caps nothing: the forecast is the one without QOS limits."""

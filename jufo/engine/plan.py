@@ -741,28 +741,36 @@ def test_only(snap: Snapshot, config: Configuration, sim: Simulation, job: Job) 
 
 
 class _QosUse:
-    """What each user and each account runs in each QOS with a limit on it (``snapshot``'s
-    ``qos_limits`` and ``qos_account_limits``: Slurm's ``MaxJobsPU`` and ``MaxJobsPA``;
-    ``qos_tres`` and ``qos_account_tres``: ``MaxTRESPU`` and ``MaxTRESPA`` cpu= and node=), as a
+    """What each user, each account and all users together run in each QOS with a limit on it
+    (``snapshot``'s ``qos_limits``, ``qos_account_limits`` and ``qos_group_limits``: Slurm's
+    ``MaxJobsPU``, ``MaxJobsPA`` and ``GrpJobs``; ``qos_tres``, ``qos_account_tres`` and
+    ``qos_group_tres``: ``MaxTRESPU``, ``MaxTRESPA`` and ``GrpTRES`` cpu= and node=), as a
     pass goes: the jobs, cores and nodes of the running jobs, and of those the pass starts.
 
     >>> from types import SimpleNamespace
     >>> ann, more = (Job(str(k), k, {"qos": "normal", "account": "p1"}, state, owner="ann")
     ...              for k, state in ((1, "Running"), (2, "Idle")))
     >>> ann.nodes, ann.total_cores, more.nodes, more.total_cores = 2, 8, 1, 4
-    >>> use = _QosUse(SimpleNamespace(jobs=[ann], qos_limits={"normal": 2}, qos_tres={"normal": {"cores": 12}},
-    ...                               qos_account_limits={}, qos_account_tres={}))
+    >>> none = dict(qos_limits={}, qos_tres={}, qos_account_limits={}, qos_account_tres={}, qos_group_limits={},
+    ...             qos_group_tres={})
+    >>> use = _QosUse(SimpleNamespace(jobs=[ann], **{**none, "qos_limits": {"normal": 2},
+    ...                                               "qos_tres": {"normal": {"cores": 12}}}))
     >>> use.full(more), use.over(more), use.add(more), use.full(more), use.over(more)
     (False, False, None, True, True)
-    >>> use = _QosUse(SimpleNamespace(jobs=[ann], qos_limits={}, qos_tres={}, qos_account_limits={"normal": 1},
-    ...                               qos_account_tres={}))
+    >>> use = _QosUse(SimpleNamespace(jobs=[ann], **{**none, "qos_account_limits": {"normal": 1}}))
     >>> use.full(more), use.full(replace(more, owner="bob")), use.full(replace(more, data={"qos": "normal"}))
+    (True, True, False)
+    >>> use = _QosUse(SimpleNamespace(jobs=[ann], **{**none, "qos_group_tres": {"normal": {"nodes": 2}}}))
+    >>> use.over(more), use.over(replace(more, owner="bob")), use.over(replace(more, data={"qos": "long"}))
     (True, True, False)
     """
 
     def __init__(self, snap: Snapshot, aside: set[Job] | frozenset[Job] = frozenset()) -> None:
-        self.limits = {"user": (snap.qos_limits, snap.qos_tres), "account": (snap.qos_account_limits, snap.qos_account_tres)}
-        self.used: dict[tuple[str, str, str], list[int]] = {}  # (kind, user or account, QOS) → [jobs, cores, nodes]
+        self.limits = {"user": (snap.qos_limits, snap.qos_tres),
+                       "account": (snap.qos_account_limits, snap.qos_account_tres),
+                       "qos": (snap.qos_group_limits, snap.qos_group_tres)}
+        # ("user", "account" or "qos"; the user, the account or the QOS; the QOS) → [jobs, cores, nodes]
+        self.used: dict[tuple[str, str, str], list[int]] = {}
         if any(jobs or tres for jobs, tres in self.limits.values()):
             for job in snap.jobs:
                 if job.running and job not in aside:  # (those the pass started count in their turn)
@@ -772,7 +780,7 @@ class _QosUse:
         """The (kind, holder, QOS) a job counts under where its QOS limits them, with the limits."""
         qos = job.data.get("qos", "").strip()
         out = []
-        for kind, holder in (("user", job.owner), ("account", job.data.get("account", "").strip())):
+        for kind, holder in (("user", job.owner), ("account", job.data.get("account", "").strip()), ("qos", qos)):
             jobs, tres = self.limits[kind]
             if holder and (qos in jobs or qos in tres):
                 out.append(((kind, holder, qos), jobs.get(qos), tres.get(qos, {})))
@@ -787,15 +795,16 @@ class _QosUse:
             used[2] += job.nodes
 
     def full(self, job: Job) -> bool:
-        """Does its user or its account run as many jobs of its QOS as ``MaxJobsPU`` or
-        ``MaxJobsPA`` allows? Slurm's pass then passes over it before counting it to any depth
-        (``acct_policy_job_runnable_pre_select``).  O(1)."""
+        """Does its user, its account or its whole QOS run as many jobs of its QOS as
+        ``MaxJobsPU``, ``MaxJobsPA`` or ``GrpJobs`` allows? Slurm's pass then passes over it
+        before counting it to any depth (``acct_policy_job_runnable_pre_select``).  O(1)."""
         return any(cap is not None and self.used.get(key, (0,))[0] >= cap for key, cap, _ in self._keys(job))
 
     def over(self, job: Job) -> bool:
-        """Would ``job`` take its user or account beyond its QOS's ``MaxTRESPU`` or ``MaxTRESPA``
-        cores or nodes with what runs? Slurm's pass then neither starts it nor reserves for it,
-        once it has tested it (``acct_policy_job_runnable_post_select``).  O(1)."""
+        """Would ``job`` take its user, account or whole QOS beyond its QOS's ``MaxTRESPU``,
+        ``MaxTRESPA`` or ``GrpTRES`` cores or nodes with what runs? Slurm's pass then neither
+        starts it nor reserves for it, once it has tested it
+        (``acct_policy_job_runnable_post_select``).  O(1)."""
         for key, _, most in self._keys(job):
             used = self.used.get(key, (0, 0, 0))
             if any(kind in most and used[i] + need > most[kind]

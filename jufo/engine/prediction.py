@@ -94,8 +94,14 @@ def simulate(snap: Snapshot, config: Configuration, report: Report, progress=Non
         state.limits.limit_accounts(jobs, cores, nodes, source=f" (MaxJobsPA/MaxTRESPA of QOS {qos})")
         capped = {*jobs, *cores, *nodes}
         in_capped.update(job.owner for job in snap.jobs if job.data.get("account", "").strip() in capped)
+    groups = qos_group_caps(snap.jobs, snap.qos_group_limits, snap.qos_group_tres)
+    for qos, (jobs, cores, nodes, source) in groups.items():
+        state.limits.limit_qos({qos: jobs} if jobs else {}, {qos: cores} if cores else {},
+                               {qos: nodes} if nodes else {}, source=source)
     for reason, caps in limit_caps(snap.jobs).items():
         kind = TRES_REASONS.get(reason)
+        if reason in GROUP_REASONS:  # the QOS's, held as such (``qos_group_caps``): not the user's
+            continue
         if kind is not None:  # the exact limit is known: not "no more jobs than now"
             caps = {user: cap for user, cap in caps.items() if user not in held.get(kind, ())}
         elif reason in ACCOUNT_REASONS:  # the account's, where its limit is known
@@ -302,6 +308,53 @@ def qos_account_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, di
 TRES_REASONS = {"QOSMaxCpuPerUserLimit": "cores", "QOSMaxNodePerUserLimit": "nodes"}
 # ... and those for a job its account's QOS MaxJobsPA or MaxTRESPA holds back (job_state_reason.c)
 ACCOUNT_REASONS = {"MaxJobsPerAccount", "MaxCpuPerAccount", "MaxNodePerAccount"}
+
+
+# Slurm's reasons for a job its QOS's GrpJobs or GrpTRES holds back (all the QOS's jobs
+# together), and what each counts
+GROUP_REASONS = {"QOSGrpJobsLimit": 0, "QOSGrpCpuLimit": 1, "QOSGrpNodeLimit": 2}
+
+
+def qos_group_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, dict[str, int]]
+                   ) -> dict[str, tuple[int | None, int | None, int | None, str]]:
+    """QOS whose jobs together may run at most so many jobs, cores and nodes at once: by QOS,
+    (jobs, cores, nodes, where it is known from). Known from the snapshot's class objects
+    (``limits``, ``tres``: Slurm's ``GrpJobs`` and ``GrpTRES`` cpu= and node=); where they do
+    not say, read off a waiting job the batch system holds for one (``QOSGrpJobsLimit``,
+    ``QOSGrpCpuLimit``, ``QOSGrpNodeLimit``): its QOS is at that limit, so it is what the QOS
+    holds now. A cap below what the QOS holds now is raised to that.  O(jobs).
+
+    >>> a = [Job(str(k), k, {"qos": "long"}, "Running" if k < 3 else "Idle", owner=f"u{k % 2}") for k in range(5)]
+    >>> for job in a:
+    ...     job.nodes, job.total_cores = 1, 4
+    >>> qos_group_caps(a, {"long": 2}, {"long": {"cores": 20}})
+    {'long': (3, 20, None, ' (GrpJobs/GrpTRES of QOS long)')}
+    >>> a[4].limited = "QOSGrpCpuLimit"; qos_group_caps(a, {}, {})
+    {'long': (None, 12, None, ' (the batch system says QOSGrpCpuLimit)')}
+    """
+    held: dict[str, list[int]] = {}
+    for job in jobs:
+        if job.running:
+            use = held.setdefault(job.data.get("qos", "").strip(), [0, 0, 0])
+            use[0] += 1
+            use[1] += job.total_cores
+            use[2] += job.nodes
+    out: dict[str, tuple[int | None, int | None, int | None, str]] = {}
+    for qos in sorted({*limits, *tres}):
+        use = held.get(qos, [0, 0, 0])
+        caps = (limits.get(qos), tres.get(qos, {}).get("cores"), tres.get(qos, {}).get("nodes"))
+        out[qos] = (*(None if cap is None else max(cap, used) for cap, used in zip(caps, use)),
+                    f" (GrpJobs/GrpTRES of QOS {qos})")
+    said: dict[str, dict[int, str]] = {}  # QOS → what its waiting jobs' reasons say it is at
+    for job in jobs:
+        kind = GROUP_REASONS.get(job.limited or "")
+        qos = job.data.get("qos", "").strip()
+        if kind is not None and job.reason is None and qos and qos not in out and held.get(qos, [0])[0]:
+            said.setdefault(qos, {})[kind] = job.limited
+    for qos, kinds in sorted(said.items()):
+        caps = [held[qos][kind] if kind in kinds else None for kind in range(3)]
+        out[qos] = (*caps, f" (the batch system says {'/'.join(kinds[k] for k in sorted(kinds))})")
+    return out
 
 
 def qos_tres_caps(jobs: list[Job], limits: dict[str, dict[str, int]]) -> dict[str, tuple[dict[str, int], dict[str, int]]]:

@@ -112,6 +112,67 @@ def peak(spans: Iterable[Span], start: int, end: int, weight) -> int:
     return best
 
 
+class Pool:
+    """Caps on what the jobs of each holder run at once together, over all queues (the users of
+    an account: Slurm's QOS ``MaxJobsPA`` and ``MaxTRESPA``; every job of a QOS: its ``GrpJobs``
+    and ``GrpTRES``): jobs, cores and nodes per holder, with the spans of each capped holder
+    (running jobs and planned reservations, each over its own time span). ``label`` names a
+    holder in a reason ("UserLimit: account")."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.jobs: dict[str, int] = {}
+        self.tres: dict[str, dict[str, int]] = {"cores": {}, "nodes": {}}
+        self.sources: dict[str, str] = {}
+        self.spans: dict[str, set] = {}
+        self.full: dict[str, tuple[int, int]] = {}  # as ``QueueLimits.full_users``
+        self.limited = False
+
+    def limit(self, jobs: dict[str, int], cores: dict[str, int], nodes: dict[str, int], source: str = "") -> None:
+        """Cap the jobs, cores and nodes of each holder (a second call keeps the lower cap)."""
+        for holder, cap in jobs.items():
+            if holder not in self.jobs or cap < self.jobs[holder]:
+                self.jobs[holder] = cap
+        for kind, caps in (("cores", cores), ("nodes", nodes)):
+            mine = self.tres[kind]
+            for holder, cap in caps.items():
+                if holder not in mine or cap < mine[holder]:
+                    mine[holder] = cap
+        for holder in (*jobs, *cores, *nodes):
+            self.sources[holder] = source
+            self.spans.setdefault(holder, set())
+        self.limited = bool(self.spans)
+
+    def add(self, holder: str, span: Span) -> None:
+        """A span of ``holder``'s (counted only where the holder has a cap).  O(1)."""
+        spans = self.spans.get(holder)
+        if spans is not None:
+            spans.add(span)
+
+    def discard(self, holder: str, span: Span) -> None:
+        """O(1)."""
+        spans = self.spans.get(holder)
+        if spans is not None:
+            spans.discard(span)
+            self.full.pop(holder, None)
+
+    def exceeded(self, holder: str, start: int, end: int, cores: int = 0, nodes: int = 0) -> str | None:
+        """The cap one more job of ``holder`` in ``[start, end)`` on ``cores`` cores and ``nodes``
+        nodes would break, or None.  O(1) for a holder without a cap, or with fewer jobs than
+        its cap; else O(m log m) for its m jobs."""
+        spans = self.spans.get(holder)
+        if spans is None:
+            return None
+        cap = self.jobs.get(holder)
+        if cap is not None and _at_cap(self.full, holder, spans, cap, start, end):
+            return f"{self.label} {holder} runs at most {cap} jobs at once{self.sources[holder]}"
+        for kind, need, weight in (("cores", cores, _cores), ("nodes", nodes, _nodes)):
+            most = self.tres[kind].get(holder)
+            if most is not None and need and peak(spans, start, max(end, start + 1), weight) + need > most:
+                return f"{self.label} {holder} holds at most {most} {kind} at once{self.sources[holder]}"
+        return None
+
+
 class QueueLimits:
     """Tracks the allocations of limited queues (and users) and checks a new one against the limits.
 
@@ -145,12 +206,9 @@ class QueueLimits:
         self.user_tres: dict[str, dict[str, int]] = {"cores": {}, "nodes": {}}
         self.tres_sources: dict[tuple[str, str], str] = {}
         # jobs, cores and nodes an account's users hold at once over all queues (Slurm's QOS
-        # MaxJobsPA, MaxTRESPA cpu= and node=), with the spans of each capped account
-        self.account_caps: dict[str, int] = {}
-        self.account_tres: dict[str, dict[str, int]] = {"cores": {}, "nodes": {}}
-        self.account_sources: dict[str, str] = {}
-        self.by_account: dict[str, set] = {}
-        self.full_accounts: dict[str, tuple[int, int]] = {}
+        # MaxJobsPA, MaxTRESPA cpu= and node=), and all the jobs of a QOS (GrpJobs, GrpTRES)
+        self.accounts = Pool("UserLimit: account")
+        self.qos = Pool("QOSLimit: QOS")
         self.array_caps: dict[str, int] = {}  # tasks of a job array running at once (Slurm's ``%N``)
         self.by_array: dict[str, set] = {}
         self.full_arrays: dict[str, tuple[int, int]] = {}  # the same for arrays and their throttles
@@ -163,9 +221,10 @@ class QueueLimits:
         """Note what is limited (asked at every fit: attributes, not properties)."""
         self.tres_limited = any(self.user_tres.values())
         self.users_limited = bool(self.user_caps) or self.user_default is not None or self.tres_limited
-        self.accounts_limited = bool(self.account_caps) or any(self.account_tres.values())
+        self.accounts_limited = self.accounts.limited
+        self.qos_limited = self.qos.limited
         self.active = (bool(self.queues) or self.users_limited or bool(self.array_caps)  # any limit at all
-                       or self.accounts_limited)
+                       or self.accounts_limited or self.qos_limited)
 
     def limit_users(self, caps: dict[str, int], default: int | None = None, source: str = "") -> None:
         """Cap the jobs each user runs at once over all queues: ``caps`` per user (a second call
@@ -195,23 +254,19 @@ class QueueLimits:
         """Cap the jobs, cores and nodes the users of each account hold at once over all
         queues, per account (a second call keeps the lower cap). Call before any allocation is
         added."""
-        for account, cap in jobs.items():
-            if account not in self.account_caps or cap < self.account_caps[account]:
-                self.account_caps[account] = cap
-        for kind, caps in (("cores", cores), ("nodes", nodes)):
-            mine = self.account_tres[kind]
-            for account, cap in caps.items():
-                if account not in mine or cap < mine[account]:
-                    mine[account] = cap
-        for account in (*jobs, *cores, *nodes):
-            self.account_sources[account] = source
-            self.by_account.setdefault(account, set())
+        self.accounts.limit(jobs, cores, nodes, source)
+        self._configured()
+
+    def limit_qos(self, jobs: dict[str, int], cores: dict[str, int], nodes: dict[str, int], source: str = "") -> None:
+        """Cap the jobs, cores and nodes all the jobs of each QOS hold at once (Slurm's
+        ``GrpJobs`` and ``GrpTRES`` of a QOS), per QOS (a second call keeps the lower cap). Call
+        before any allocation is added."""
+        self.qos.limit(jobs, cores, nodes, source)
         self._configured()
 
     def account_exceeded(self, account: str, start: int, end: int, cores: int = 0, nodes: int = 0) -> str | None:
         """The account cap a job of ``account`` in ``[start, end)`` on ``cores`` cores and
-        ``nodes`` nodes would break, or None.  O(1) for an account without a cap, or with fewer
-        jobs than its cap; else O(m log m) for its m jobs.
+        ``nodes`` nodes would break, or None (``Pool.exceeded``).
 
         >>> class Job:  # a job of user u, account p1, on 3 cores of 1 node from ``start`` to 100
         ...     def __init__(self, start):
@@ -228,17 +283,25 @@ class QueueLimits:
         >>> limits.limit_accounts({}, {"p1": 5}, {}); limits.account_exceeded("p1", 20, 40, cores=3)
         'UserLimit: account p1 holds at most 5 cores at once'
         """
-        spans = self.by_account.get(account)
-        if spans is None:
-            return None
-        cap = self.account_caps.get(account)
-        if cap is not None and _at_cap(self.full_accounts, account, spans, cap, start, end):
-            return f"UserLimit: account {account} runs at most {cap} jobs at once{self.account_sources[account]}"
-        for kind, need, weight in (("cores", cores, _cores), ("nodes", nodes, _nodes)):
-            most = self.account_tres[kind].get(account)
-            if most is not None and need and peak(spans, start, max(end, start + 1), weight) + need > most:
-                return f"UserLimit: account {account} holds at most {most} {kind} at once{self.account_sources[account]}"
-        return None
+        return self.accounts.exceeded(account, start, end, cores, nodes)
+
+    def qos_exceeded(self, qos: str, start: int, end: int, cores: int = 0, nodes: int = 0) -> str | None:
+        """The cap on all the jobs of ``qos`` (``limit_qos``) that one more of them in ``[start,
+        end)`` on ``cores`` cores and ``nodes`` nodes would break, or None (``Pool.exceeded``).
+
+        >>> class Job:  # a job of QOS long, on 4 cores of 2 nodes from ``start`` to 100
+        ...     def __init__(self, start, user):
+        ...         self.start, self.end, self.user, self.queue, self.cores = start, 100, user, "q", 4
+        ...         self.job = type("J", (), {"nodes": 2, "data": {"qos": "long"}})()
+        >>> limits = QueueLimits({})
+        >>> limits.limit_qos({"long": 3}, {"long": 10}, {}, source=" (GrpJobs/GrpTRES)")
+        >>> limits.add(Job(0, "ann")); limits.add(Job(50, "bob"))
+        >>> limits.qos_exceeded("long", 60, 150, cores=2), limits.qos_exceeded("normal", 0, 50, cores=99)
+        (None, None)
+        >>> limits.qos_exceeded("long", 60, 150, cores=4)
+        'QOSLimit: QOS long holds at most 10 cores at once (GrpJobs/GrpTRES)'
+        """
+        return self.qos.exceeded(qos, start, end, cores, nodes)
 
     def user_cap(self, user: str) -> int | None:
         return self.user_caps.get(user, self.user_default)
@@ -256,9 +319,9 @@ class QueueLimits:
         if span.user and self.users_limited:
             self.by_user.setdefault(span.user, set()).add(span)
         if self.accounts_limited:
-            spans = self.by_account.get(_account_of(span))
-            if spans is not None:
-                spans.add(span)
+            self.accounts.add(_account_of(span), span)
+        if self.qos_limited:
+            self.qos.add(_qos_of(span), span)
         if self.array_caps:
             array = _array_of(span)
             if array in self.array_caps:
@@ -278,10 +341,9 @@ class QueueLimits:
             if span.user in self.watched:
                 self._freed.add(span.user)
         if self.accounts_limited:
-            account = _account_of(span)
-            if account in self.by_account:
-                self.by_account[account].discard(span)
-                self.full_accounts.pop(account, None)
+            self.accounts.discard(_account_of(span), span)
+        if self.qos_limited:
+            self.qos.discard(_qos_of(span), span)
         if self.by_array:
             array = _array_of(span)
             if array in self.by_array:
@@ -401,10 +463,11 @@ class QueueLimits:
         return out
 
     def exceeded(self, queue: str, user: str, cores: int, start: int, end: int, nodes: int = 0,
-                 account: str = "") -> str | None:
+                 account: str = "", qos: str = "") -> str | None:
         """Which limit a job of ``cores`` on ``nodes`` in ``[start, end)`` would break, or None."""
         capped = self.user_exceeded(user, start, end, cores, nodes) or (
-            self.account_exceeded(account, start, end, cores, nodes) if self.accounts_limited else None)
+            self.accounts.exceeded(account, start, end, cores, nodes) if self.accounts_limited else None) or (
+            self.qos.exceeded(qos, start, end, cores, nodes) if self.qos_limited else None)
         if capped is not None:
             return capped
         q = self.queues.get(queue)
@@ -435,6 +498,12 @@ def _account_of(span: Span) -> str:
     """The account of a span's job (Slurm's ``Account``, LLview's ``account``); "" for none."""
     job = getattr(span, "job", None)
     return job.data.get("account", "").strip() if job is not None else ""
+
+
+def _qos_of(span: Span) -> str:
+    """The QOS of a span's job (Slurm's ``QOS``, LLview's ``qos``); "" for none."""
+    job = getattr(span, "job", None)
+    return job.data.get("qos", "").strip() if job is not None else ""
 
 
 def _nodes(span: Span) -> int:

@@ -41,6 +41,8 @@ class Snapshot:
     qos_tres: dict[str, dict[str, int]] = field(default_factory=dict)  # QOS → "cores"/"nodes" → a user's most at once
     qos_account_limits: dict[str, int] = field(default_factory=dict)  # QOS → jobs an account may run at once in it
     qos_account_tres: dict[str, dict[str, int]] = field(default_factory=dict)  # QOS → "cores"/"nodes" → an account's
+    qos_group_limits: dict[str, int] = field(default_factory=dict)  # QOS → jobs all its users run at once (GrpJobs)
+    qos_group_tres: dict[str, dict[str, int]] = field(default_factory=dict)  # QOS → "cores"/"nodes" → all its jobs'
 
     def fresh(self) -> Snapshot:
         """The same snapshot with its jobs as read, for another simulation of it."""
@@ -91,7 +93,8 @@ def read_snapshot(doc: Document, report: Report, jobs: list[Job] | None = None) 
     classes = doc.of_type("class")
     return Snapshot(epoch, fmt, machine, queues, jobs, reservations, scheduler, scheduler_label, reader.problems,
                     throttles, read_qos_limits(classes, report), read_qos_tres(classes, report),
-                    read_qos_limits(classes, report, "max_jobs_pa"), read_qos_tres(classes, report, "max_tres_pa"))
+                    read_qos_limits(classes, report, "max_jobs_pa"), read_qos_tres(classes, report, "max_tres_pa"),
+                    read_qos_limits(classes, report, "grp_jobs"), read_qos_tres(classes, report, "grp_tres"))
 
 
 def _qos_name(obj) -> str:
@@ -112,7 +115,8 @@ def read_qos_limits(classes, report: Report, key: str = "max_jobs_pu") -> dict[s
     """QOS → the most jobs of it one user may run at once, from the ``class`` objects LLview 2's
     ``classes_LML.xml`` (and ``jufo slurm snapshot``) write for Slurm's QOS: ``name`` and
     ``max_jobs_pu`` (Slurm's ``MaxJobsPU``; with ``key="max_jobs_pa"``, ``MaxJobsPA``: the
-    most one account's users may run at once). Blank is no limit; a value that is not a positive
+    most one account's users may run at once; with ``key="grp_jobs"``, ``GrpJobs``: all its
+    users together). Blank is no limit; a value that is not a positive
     whole number is ignored with a warning (the forecast is still made, without that cap)."""
     out: dict[str, int] = {}
     for obj in classes:
@@ -133,7 +137,8 @@ TRES_KINDS = {"cpu": "cores", "node": "nodes"}  # the per-user TRES limits jufo 
 def read_qos_tres(classes, report: Report, key: str = "max_tres_pu") -> dict[str, dict[str, int]]:
     """QOS → the most cores and nodes one user may hold at once in it, from the ``class``
     objects' ``max_tres_pu`` (with ``key="max_tres_pa"``: one account's users together,
-    ``MaxTRESPA``) (Slurm's ``MaxTRESPU`` as ``sacctmgr`` prints it: ``cpu=30,node=4``,
+    ``MaxTRESPA``; with ``key="grp_tres"``: all its jobs together, ``GrpTRES``)
+    (Slurm's ``MaxTRESPU`` as ``sacctmgr`` prints it: ``cpu=30,node=4``,
     ``gres/gpu=8``). Other resources (memory, GPUs, billing) are not held to; an entry that is
     not ``name=whole number`` is ignored with a warning (the forecast is still made without it).
 

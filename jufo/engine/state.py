@@ -230,22 +230,25 @@ class SystemState(ABC):
         return self.limits.active and self.queue_limit(job, t) is not None
 
     def user_capped(self, job: Job, t: int) -> bool:
-        """Does a user's or an account's cap or an array's throttle keep ``job`` from starting at
-        ``t``? (Such jobs take no reservation: the cap is the user's, the account's or the
-        array's, not the request's.)"""
+        """Does a user's, an account's or a QOS's cap or an array's throttle keep ``job`` from
+        starting at ``t``? (Such jobs take no reservation: the cap is the user's, the account's,
+        the QOS's or the array's, not the request's; Slurm's backfill reserves nothing for a job
+        a QOS limit holds either.)"""
         limits = self.limits
         return ((limits.users_limited and limits.user_exceeded(job.owner, t, t + job.wall, self.request_cores(job),
                                                                job.nodes) is not None)
                 or (bool(limits.array_caps) and limits.array_exceeded(job.array, t, t + job.wall) is not None)
                 or (limits.accounts_limited and limits.account_exceeded(
-                    job.data.get("account", "").strip(), t, t + job.wall, self.request_cores(job), job.nodes) is not None))
+                    job.data.get("account", "").strip(), t, t + job.wall, self.request_cores(job), job.nodes) is not None)
+                or (limits.qos_limited and limits.qos_exceeded(
+                    job.data.get("qos", "").strip(), t, t + job.wall, self.request_cores(job), job.nodes) is not None))
 
     def queue_limit(self, job: Job, t: int) -> str | None:
-        """The limit (queue, user or account cap, array throttle) that keeps ``job`` from
+        """The limit (queue, user, account or QOS cap, array throttle) that keeps ``job`` from
         starting at ``t`` on any resources, or None."""
         return (self.limits.array_exceeded(job.array, t, t + job.wall)
                 or self.limits.exceeded(job.queue, job.owner, self.request_cores(job), t, t + job.wall, job.nodes,
-                                        job.data.get("account", "").strip()))
+                                        job.data.get("account", "").strip(), job.data.get("qos", "").strip()))
 
     # -- changes -----------------------------------------------------------------------------
     def advance(self, now: int) -> None:

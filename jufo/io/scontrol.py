@@ -1040,27 +1040,33 @@ def backfill_pass(sdiag: str) -> int | None:
 
 
 _QOS_RECORD = re.compile(r"^\s*QOS=(\S+?)\(\d+\)")
-_MAX_JOBS = {"User Limits": re.compile(r"\bMaxJobsPU=(\d+|N)\("), "Account Limits": re.compile(r"\bMaxJobsPA=(\d+|N)\(")}
-_MAX_TRES = {"User Limits": re.compile(r"\bMaxTRESPU=(\S*)"), "Account Limits": re.compile(r"\bMaxTRESPA=(\S*)")}
-_LIMIT_KEYS = {"User Limits": ("max_jobs_pu", "max_tres_pu"), "Account Limits": ("max_jobs_pa", "max_tres_pa")}
+# each section's limits (None: the QOS's own, what all its jobs together hold: GrpJobs, GrpTRES)
+_MAX_JOBS = {None: re.compile(r"\bGrpJobs=(\d+|N)\("), "User Limits": re.compile(r"\bMaxJobsPU=(\d+|N)\("),
+             "Account Limits": re.compile(r"\bMaxJobsPA=(\d+|N)\(")}
+_MAX_TRES = {None: re.compile(r"\bGrpTRES=(\S*)"), "User Limits": re.compile(r"\bMaxTRESPU=(\S*)"),
+             "Account Limits": re.compile(r"\bMaxTRESPA=(\S*)")}
+_LIMIT_KEYS = {None: ("grp_jobs", "grp_tres"), "User Limits": ("max_jobs_pu", "max_tres_pu"),
+               "Account Limits": ("max_jobs_pa", "max_tres_pa")}
 _TRES_LIMIT = re.compile(r"([\w/:.-]+)=(\d{1,9})\(")
 
 
 def qos_limits(text: str) -> dict[str, dict[str, str]]:
-    """QOS → its per-user and per-account limits as LLview 2's ``classes_LML.xml`` names them
-    (``max_jobs_pu``, Slurm's ``MaxJobsPU``: the most jobs of it one user may run at once;
-    ``max_tres_pu``, ``MaxTRESPU``: the most of each resource, ``cpu=30,node=4``; ``max_jobs_pa``
-    and ``max_tres_pa``, ``MaxJobsPA`` and ``MaxTRESPA``: the same for one account's users
-    together), from ``scontrol show assoc_mgr flags=qos``, which prints a QOS's limits with each
-    user's and account's use of them ("User Limits": ``MaxJobsPU=4(3)``,
-    ``MaxTRESPU=cpu=30(12),mem=N(0)``, ``N`` for none; "Account Limits": ``MaxJobsPA=7(3)``); a
-    QOS no user or account has jobs in is left out, as are those without a limit. Missing or
-    unreadable output gives none.
+    """QOS → its limits as LLview 2's ``classes_LML.xml`` names them (``max_jobs_pu``, Slurm's
+    ``MaxJobsPU``: the most jobs of it one user may run at once; ``max_tres_pu``, ``MaxTRESPU``:
+    the most of each resource, ``cpu=30,node=4``; ``max_jobs_pa`` and ``max_tres_pa``,
+    ``MaxJobsPA`` and ``MaxTRESPA``: the same for one account's users together) and, in the
+    same words, its own limits on all its jobs together (``grp_jobs`` and ``grp_tres``, Slurm's
+    ``GrpJobs`` and ``GrpTRES``), from ``scontrol show assoc_mgr flags=qos``, which prints each
+    limit with its use (the QOS's own lines: ``GrpJobs=10(9)``, ``GrpTRES=cpu=60(43),mem=N(0)``;
+    "User Limits" each user's: ``MaxJobsPU=4(3)``, ``MaxTRESPU=cpu=30(12),mem=N(0)``, ``N`` for
+    none; "Account Limits": ``MaxJobsPA=7(3)``, for the accounts with jobs in it); a QOS
+    without a limit is left out. Missing or unreadable output gives none.
 
-    >>> qos_limits("QOS=normal(1)\\n  Account Limits\\n    12\\n      MaxJobsPA=7(3)\\n  User Limits\\n    1001\\n"
-    ...            "      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\n      MaxTRESPU=cpu=30(12),mem=N(0),node=N(3)\\n"
+    >>> qos_limits("QOS=normal(1)\\n    GrpJobs=10(9) GrpJobsAccrue=N(0)\\n    GrpTRES=cpu=60(43),node=N(43)\\n"
+    ...            "    GrpTRESMins=cpu=9(0)\\n  Account Limits\\n    12\\n      MaxJobsPA=7(3)\\n  User Limits\\n"
+    ...            "    1001\\n      MaxJobsPU=4(3) MaxJobsAccruePU=N(5)\\n      MaxTRESPU=cpu=30(12),mem=N(0),node=N(3)\\n"
     ...            "QOS=long(2)\\n  User Limits\\n    1001\\n      MaxJobsPU=N(0)\\n      MaxTRESPU=cpu=N(0)\\n")
-    {'normal': {'max_jobs_pa': '7', 'max_jobs_pu': '4', 'max_tres_pu': 'cpu=30'}}
+    {'normal': {'grp_jobs': '10', 'grp_tres': 'cpu=60', 'max_jobs_pa': '7', 'max_jobs_pu': '4', 'max_tres_pu': 'cpu=30'}}
     """
     out: dict[str, dict[str, str]] = {}
     qos = None
@@ -1073,7 +1079,7 @@ def qos_limits(text: str) -> dict[str, dict[str, str]]:
         word = line.strip()
         if word in _LIMIT_KEYS:
             section = word
-        elif section is not None and qos is not None:
+        elif qos is not None:
             jobs_key, tres_key = _LIMIT_KEYS[section]
             found = _MAX_JOBS[section].search(line)
             if found and found.group(1) != "N":
