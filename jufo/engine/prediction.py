@@ -321,8 +321,11 @@ def qos_group_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, dict
     (jobs, cores, nodes, where it is known from). Known from the snapshot's class objects
     (``limits``, ``tres``: Slurm's ``GrpJobs`` and ``GrpTRES`` cpu= and node=); where they do
     not say, read off a waiting job the batch system holds for one (``QOSGrpJobsLimit``,
-    ``QOSGrpCpuLimit``, ``QOSGrpNodeLimit``): its QOS is at that limit, so it is what the QOS
-    holds now. A cap below what the QOS holds now is raised to that.  O(jobs).
+    ``QOSGrpCpuLimit``, ``QOSGrpNodeLimit``): its QOS is at that limit, so the jobs it runs now
+    are as many as it may run, and the cores or nodes it holds now are at most one job short of
+    its limit: the cap is what it holds now, or its largest waiting job's need where that is
+    more (the limit lets every job of the QOS run, or it would wait for ever). A cap below
+    what the QOS holds now is raised to that.  O(jobs).
 
     >>> a = [Job(str(k), k, {"qos": "long"}, "Running" if k < 3 else "Idle", owner=f"u{k % 2}") for k in range(5)]
     >>> for job in a:
@@ -331,14 +334,22 @@ def qos_group_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, dict
     {'long': (3, 20, None, ' (GrpJobs/GrpTRES of QOS long)')}
     >>> a[4].limited = "QOSGrpCpuLimit"; qos_group_caps(a, {}, {})
     {'long': (None, 12, None, ' (the batch system says QOSGrpCpuLimit)')}
+    >>> a[3].total_cores = 16; qos_group_caps(a, {}, {})  # (12 held now: the limit lets 16 run)
+    {'long': (None, 16, None, ' (the batch system says QOSGrpCpuLimit)')}
     """
     held: dict[str, list[int]] = {}
+    largest: dict[str, list[int]] = {}  # QOS → the most one waiting job of it needs: [1, cores, nodes]
     for job in jobs:
+        qos = job.data.get("qos", "").strip()
         if job.running:
-            use = held.setdefault(job.data.get("qos", "").strip(), [0, 0, 0])
+            use = held.setdefault(qos, [0, 0, 0])
             use[0] += 1
             use[1] += job.total_cores
             use[2] += job.nodes
+        elif job.reason is None:
+            most = largest.setdefault(qos, [1, 0, 0])
+            most[1] = max(most[1], job.total_cores)
+            most[2] = max(most[2], job.nodes)
     out: dict[str, tuple[int | None, int | None, int | None, str]] = {}
     for qos in sorted({*limits, *tres}):
         use = held.get(qos, [0, 0, 0])
@@ -352,7 +363,7 @@ def qos_group_caps(jobs: list[Job], limits: dict[str, int], tres: dict[str, dict
         if kind is not None and job.reason is None and qos and qos not in out and held.get(qos, [0])[0]:
             said.setdefault(qos, {})[kind] = job.limited
     for qos, kinds in sorted(said.items()):
-        caps = [held[qos][kind] if kind in kinds else None for kind in range(3)]
+        caps = [max(held[qos][kind], largest[qos][kind]) if kind in kinds else None for kind in range(3)]
         out[qos] = (*caps, f" (the batch system says {'/'.join(kinds[k] for k in sorted(kinds))})")
     return out
 
