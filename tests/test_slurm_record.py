@@ -527,6 +527,25 @@ def test_slurms_pass_starts_no_job_past_its_users_qos_limit(tmp_path_factory):
     assert len(starting) + len(running) == 5, [d.get("step") for d in starting]
 
 
+def _simulated_spans(capture, out) -> tuple[lml.Document, list[tuple[dict[str, str], int, int]]]:
+    """``predict --set plan=simulate`` of a lab capture as ``jufo slurm snapshot`` and ``jufo
+    slurm config`` read it (files in ``out``): the output, and each running or predicted job's
+    data with the span it holds in the forecast (a running job's from the capture on)."""
+    from jufo.io.dates import parse_date
+
+    runner = CliRunner()
+    for args in (["slurm", "snapshot", "--from", str(capture), "-o", str(out / "raw.xml")],
+                 ["slurm", "config", "--from", str(capture), "-o", str(out / "site.xml")],
+                 ["predict", str(out / "raw.xml"), "--config", str(out / "site.xml"), "--set", "plan=simulate",
+                  "-o", str(out / "out.xml")]):
+        assert runner.invoke(main, args).exit_code == 0, args
+    doc = lml.read(str(out / "out.xml"))
+    now = parse_date(doc.of_type("system")[0].data["system_time"])[0]
+    return doc, [(d, now, parse_date(d["endtime"])[0]) if d["state"] == "Running" else
+                 (d, parse_date(d["jufo_starttime"])[0], parse_date(d["jufo_endtime"])[0])
+                 for d in (o.data for o in doc.of_type("job")) if d["state"] == "Running" or d.get("jufo_starttime")]
+
+
 def test_a_lab_whose_qos_limits_the_jobs_each_account_runs(tmp_path_factory):
     """lab-account.tar.xz (182 KB), recorded 2026-12-03: lab-limit's window of KTH's trace (300
     jobs from the 16,000th, time / 100) on 100 nodes of 1 core, ``priority/basic``, six Unix
@@ -539,25 +558,14 @@ def test_a_lab_whose_qos_limits_the_jobs_each_account_runs(tmp_path_factory):
     Slurm's reason capped only users running something), and the history forecast is 55 s from
     the real starts over all 2,542 pending job-snapshots (111 s before; "starts now" 188 s)."""
     score = lab_module("score")
-    from jufo.io.dates import parse_date
 
     folder = unpack(tmp_path_factory, "lab-account")
     out = tmp_path_factory.mktemp("account")
-    runner = CliRunner()
     for capture in sorted((folder / "capture").iterdir())[60:110:5]:
-        for args in (["slurm", "snapshot", "--from", str(capture), "-o", str(out / "raw.xml")],
-                     ["slurm", "config", "--from", str(capture), "-o", str(out / "site.xml")],
-                     ["predict", str(out / "raw.xml"), "--config", str(out / "site.xml"), "--set", "plan=simulate",
-                      "-o", str(out / "out.xml")]):
-            assert runner.invoke(main, args).exit_code == 0, args
-        doc = lml.read(str(out / "out.xml"))
+        doc, spans = _simulated_spans(capture, out)
         assert [o.data for o in doc.of_type("class")] == [{"name": "normal", "max_jobs_pa": "6"}]
-        now = parse_date(doc.of_type("system")[0].data["system_time"])[0]
-        spans = [(d["account"], now, parse_date(d["endtime"])[0]) if d["state"] == "Running" else
-                 (d["account"], parse_date(d["jufo_starttime"])[0], parse_date(d["jufo_endtime"])[0])
-                 for d in (o.data for o in doc.of_type("job")) if d["state"] == "Running" or d.get("jufo_starttime")]
         for account in ("lab1", "lab2"):
-            most = max(sum(a == account and s <= t < e for a, s, e in spans) for _, t, _ in spans)
+            most = max(sum(d["account"] == account and s <= t < e for d, s, e in spans) for _, t, _ in spans)
             assert most <= 6, (capture.name, account, most)
     result = score.score(folder, history=True, every=4)
     assert result["job_snapshots"] == 645
@@ -579,26 +587,15 @@ def test_a_lab_whose_qos_limits_all_its_jobs_together(tmp_path_factory):
     is 87 s from the real starts (251 s before; "starts now" 379.5 s), its 80 % ranges held
     80.0 % at 1.2x the remaining wait (77.7 % at 5.6x before)."""
     score = lab_module("score")
-    from jufo.io.dates import parse_date
 
     folder = unpack(tmp_path_factory, "lab-qos")
     out = tmp_path_factory.mktemp("qos")
-    runner = CliRunner()
     most = [0, 0]
     for capture in sorted((folder / "capture").iterdir())[10:100:10]:
-        for args in (["slurm", "snapshot", "--from", str(capture), "-o", str(out / "raw.xml")],
-                     ["slurm", "config", "--from", str(capture), "-o", str(out / "site.xml")],
-                     ["predict", str(out / "raw.xml"), "--config", str(out / "site.xml"), "--set", "plan=simulate",
-                      "-o", str(out / "out.xml")]):
-            assert runner.invoke(main, args).exit_code == 0, args
-        doc = lml.read(str(out / "out.xml"))
+        doc, spans = _simulated_spans(capture, out)
         assert [o.data for o in doc.of_type("class")] == [{"name": "normal", "grp_jobs": "10", "grp_tres": "cpu=60"}]
-        now = parse_date(doc.of_type("system")[0].data["system_time"])[0]
-        spans = [(now, parse_date(d["endtime"])[0], int(d["totalcores"])) if d["state"] == "Running" else
-                 (parse_date(d["jufo_starttime"])[0], parse_date(d["jufo_endtime"])[0], int(d["totalcores"]))
-                 for d in (o.data for o in doc.of_type("job")) if d["state"] == "Running" or d.get("jufo_starttime")]
-        for t, _, _ in spans:
-            at = [cores for s, e, cores in spans if s <= t < e]
+        for _, t, _ in spans:
+            at = [int(d["totalcores"]) for d, s, e in spans if s <= t < e]
             most = [max(most[0], len(at)), max(most[1], sum(at))]
     assert most == [10, 60]
     result = score.score(folder, history=True, every=4)
