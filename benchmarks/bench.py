@@ -52,6 +52,7 @@ class Shape:
     formula: str | None = None  # ``system_sysprio``; one with AGE reorders the queue at every event
     waiting_tasks: int | None = None  # cores per node of every waiting job (None: mostly whole nodes)
     gpus: int = 0  # GPUs per node; half the waiting jobs ask one on each of their nodes
+    qos_share: float | None = None  # every job of QOS normal, whose GrpTRES lets it hold this share of the cores
 
 
 def _size(rng: random.Random, limit: int) -> int:
@@ -113,6 +114,8 @@ def generate(shape: Shape) -> bytes:
         }
         if shape.actual is not None:
             data["actualruntime"] = str(min(shape.actual, wall))
+        if shape.qos_share is not None:
+            data["qos"] = "normal"
         if j < n_running and len(free[q]) >= nodes:
             placed, free[q] = free[q][:nodes], free[q][nodes:]
             data["state"] = "Running"
@@ -131,6 +134,8 @@ def generate(shape: Shape) -> bytes:
             "queuedate": format_date(EPOCH - 3600, FMT), "wall": "3600", "nummachines": "1",
             "taskspernode": str(shape.cores), "totalcores": str(shape.cores), "actualruntime": "1800",
             "ArrayJobId": "1000", "ArrayTaskId": f"0-{shape.array - 1}%10"}))
+    if shape.qos_share is not None:
+        objects.append(("c0", "class", {"name": "normal", "grp_tres": f"cpu={int(shape.qos_share * shape.nodes * shape.cores)}"}))
     return lml.build(objects)
 
 
@@ -154,6 +159,9 @@ CASES: dict[str, Shape] = {
     # full later than now for the tasks after them
     "juropa-array-500": Shape(array=5000, maxtopdogs="500", topdogs_per_queue="no", replan="yes"),
     "juropa-per-user": Shape(per_user=2),  # the big queue runs at most 2 jobs per user
+    # every job of one QOS whose GrpTRES lets it hold half the machine's cores at once (Slurm's
+    # group limit: every further job waits, without a reservation, for the QOS's jobs to end)
+    "juropa-qos": Shape(qos_share=0.5),
     # Slurm's backfill plan as the walltime-only forecast: its default bf_max_job_test=500, and every job
     "juropa-slurm": Shape(plan="slurm", maxtopdogs="500", topdogs_per_queue="no"),
     "juropa-slurm-all": Shape(plan="slurm", maxtopdogs="all", topdogs_per_queue="no"),

@@ -443,3 +443,58 @@ def test_keys_match_sacct_names():
     doc = lml.read_all([str(SET / f) for f in FILES])
     keys = {job.key for job in read_snapshot(doc, Report(quiet=True)).jobs}
     assert {"1100_1", "1100_2", "1100_5", "1200+0", "1200+1", "1001", "1300"} <= keys
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_pools_profile_answers_as_the_spans_do(seed):
+    """``Pool.peak`` (a holder's profile, read once from each start until its spans change)
+    gives ``peak`` of the holder's spans for every window, through adds and discards."""
+    import random
+
+    from jufo.engine.queue import Pool, peak
+
+    class Span:
+        def __init__(self, start, end, cores, nodes):
+            self.start, self.end, self.cores = start, end, cores
+            self.job = type("J", (), {"nodes": nodes})()
+
+    rng = random.Random(seed)
+    pool = Pool("QOSLimit: QOS")
+    pool.limit({}, {"q": 100}, {"q": 10})
+    held: list = []
+    for _ in range(300):
+        if held and rng.random() < 0.3:
+            span = held.pop(rng.randrange(len(held)))
+            pool.discard("q", span)
+        elif rng.random() < 0.4:
+            lo = rng.randint(0, 50)
+            span = Span(lo, lo + rng.randint(1, 40), rng.randint(1, 8), rng.randint(1, 3))
+            held.append(span)
+            pool.add("q", span)
+        start = rng.choice([0, 10, rng.randint(0, 60)])
+        end = start + rng.randint(1, 50)
+        assert pool.peak("q", "cores", start, end) == peak(held, start, end, lambda s: s.cores)
+        assert pool.peak("q", "nodes", start, end) == peak(held, start, end, lambda s: s.job.nodes)
+
+
+def test_a_qos_group_limit_forecast_is_the_same_with_its_profile(monkeypatch):
+    """A JUROPA-like snapshot whose QOS may hold half the cores (``benchmarks.bench``'s
+    ``juropa-qos``, smaller): every start, end and resource is the one a check that sums the
+    QOS's spans anew at every question gives (``peak``); on the whole ``juropa-qos`` case the
+    profile takes ``predict`` from 158 s to 3.2 s."""
+    from benchmarks.bench import Shape, generate
+    from jufo.engine.queue import Pool, peak
+    from jufo.forecast import predict
+    from jufo.io.errors import Report
+
+    raw = generate(Shape(jobs=300, nodes=600, qos_share=0.5))
+
+    def outcome():
+        forecast = predict(lml.parse(raw), Report(quiet=True), {})
+        return {j.id: (j.start, j.end, str(j.resources)) for j in forecast.jobs}
+
+    profiled = outcome()
+    monkeypatch.setattr(Pool, "peak", lambda self, holder, kind, start, end: peak(
+        self.spans.get(holder, ()), start, end, (lambda s: s.cores) if kind == "cores" else (lambda s: s.job.nodes)))
+    assert outcome() == profiled
+    assert sum(start is not None for start, _, _ in profiled.values()) > 250

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from bisect import bisect_left
 from heapq import heappop, heappush
 from typing import Protocol
 
@@ -127,6 +128,10 @@ class Pool:
         self.spans: dict[str, set] = {}
         self.full: dict[str, tuple[int, int]] = {}  # as ``QueueLimits.full_users``
         self.limited = False
+        self.version: dict[str, int] = {}  # holder → changes to its spans so far
+        # (holder, kind) → (version, from when, event times, the most held up to each): a pass
+        # asks the same of every waiting job of a capped holder, so its profile is read once
+        self._profiles: dict[tuple[str, str], tuple[int, int, list[int], list[int]]] = {}
 
     def limit(self, jobs: dict[str, int], cores: dict[str, int], nodes: dict[str, int], source: str = "") -> None:
         """Cap the jobs, cores and nodes of each holder (a second call keeps the lower cap)."""
@@ -148,6 +153,7 @@ class Pool:
         spans = self.spans.get(holder)
         if spans is not None:
             spans.add(span)
+            self.version[holder] = self.version.get(holder, 0) + 1
 
     def discard(self, holder: str, span: Span) -> None:
         """O(1)."""
@@ -155,6 +161,37 @@ class Pool:
         if spans is not None:
             spans.discard(span)
             self.full.pop(holder, None)
+            self.version[holder] = self.version.get(holder, 0) + 1
+
+    def peak(self, holder: str, kind: str, start: int, end: int) -> int:
+        """``peak`` of the holder's spans over ``[start, end)`` in ``kind`` ("cores", "nodes"):
+        O(m log m) for m spans the first time it is asked from ``start`` since they changed,
+        then O(log m).
+
+        >>> class Job:  # a job on 2 cores in ``[start, end)``
+        ...     def __init__(self, start, end):
+        ...         self.start, self.end, self.cores = start, end, 2
+        >>> pool = Pool("QOSLimit: QOS"); pool.limit({}, {"q": 8}, {})
+        >>> for lo, hi in ((0, 5), (5, 9), (3, 7)):
+        ...     pool.add("q", Job(lo, hi))
+        >>> pool.peak("q", "cores", 0, 10), pool.peak("q", "cores", 0, 3), pool.peak("q", "cores", 7, 9)
+        (4, 2, 2)
+        """
+        version = self.version.get(holder, 0)
+        known = self._profiles.get((holder, kind))
+        if known is None or known[0] != version or known[1] != start:
+            weight = _cores if kind == "cores" else _nodes
+            events = sorted(event for s in self.spans.get(holder, ()) if max(s.start, start) < s.end
+                            for event in ((max(s.start, start), weight(s)), (s.end, -weight(s))))
+            times, most, level, best = [], [], 0, 0
+            for t, delta in events:  # (at one time the ends come first, as in ``peak``)
+                level += delta
+                best = max(best, level)
+                times.append(t)
+                most.append(best)
+            known = self._profiles[holder, kind] = (version, start, times, most)
+        i = bisect_left(known[2], end)  # the events before ``end``
+        return known[3][i - 1] if i else 0
 
     def exceeded(self, holder: str, start: int, end: int, cores: int = 0, nodes: int = 0) -> str | None:
         """The cap one more job of ``holder`` in ``[start, end)`` on ``cores`` cores and ``nodes``
@@ -166,9 +203,9 @@ class Pool:
         cap = self.jobs.get(holder)
         if cap is not None and _at_cap(self.full, holder, spans, cap, start, end):
             return f"{self.label} {holder} runs at most {cap} jobs at once{self.sources[holder]}"
-        for kind, need, weight in (("cores", cores, _cores), ("nodes", nodes, _nodes)):
+        for kind, need in (("cores", cores), ("nodes", nodes)):
             most = self.tres[kind].get(holder)
-            if most is not None and need and peak(spans, start, max(end, start + 1), weight) + need > most:
+            if most is not None and need and self.peak(holder, kind, start, max(end, start + 1)) + need > most:
                 return f"{self.label} {holder} holds at most {most} {kind} at once{self.sources[holder]}"
         return None
 
